@@ -1,0 +1,20 @@
+"""Public intake referrals, triage rule sets, default intake-triage
+
+Revision ID: 0009
+Revises: 0008
+"""
+
+from __future__ import annotations
+
+revision = "0009"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

@@ -1,0 +1,134 @@
+"""Memory adapters of the outbox ports."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+import attrs
+
+from craig.domain.events import EventEnvelope
+from craig.domain.outbox import publishable_in_order
+from craig.ports.outbox import (
+    OutboxBatch,
+    OutboxRecord,
+    OutboxRelayStore,
+    OutboxStats,
+    OutboxWriter,
+    PublishFailure,
+)
+
+if TYPE_CHECKING:
+    from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
+    from craig.adapters.memory.uow import MemoryUnitOfWork
+
+TABLE = "event_outbox"
+CHANNEL = "craig_outbox"
+
+
+@attrs.frozen(kw_only=True)
+class OutboxRow:
+    id: UUID
+    seq: int
+    envelope: EventEnvelope
+    created_at: datetime
+    next_attempt_at: datetime
+    published_at: datetime | None = None
+    attempts: int = 0
+    last_error: str | None = None
+
+    @property
+    def aggregate(self) -> tuple[str, str]:
+        return (self.envelope.aggregate_type, self.envelope.aggregate_id)
+
+
+class MemoryOutboxWriter(OutboxWriter):
+    def __init__(self, uow: MemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def stage(self, envelope: EventEnvelope) -> None:
+        tx = self.uow.tx
+        now = tx.db.now()
+        row = OutboxRow(
+            id=envelope.id, seq=tx.db.next_sequence(), envelope=envelope, created_at=now, next_attempt_at=now
+        )
+        tx.put(TABLE, envelope.id, row)
+        tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL))
+
+
+class _MemoryBatch(OutboxBatch):
+    def __init__(self, tx: MemoryTransaction, rows: list[OutboxRow]) -> None:
+        self._tx = tx
+        self._events = [OutboxRecord(r.id, r.seq, r.envelope, r.attempts) for r in rows]
+
+    @property
+    def events(self) -> Sequence[OutboxRecord]:
+        return self._events
+
+    async def mark_published(self, ids: Sequence[UUID]) -> None:
+        now = self._tx.db.now()
+        for ident in ids:
+            row: OutboxRow = self._tx.get(TABLE, ident)
+            self._tx.put(TABLE, ident, attrs.evolve(row, published_at=now, last_error=None))
+
+    async def mark_failed(self, failures: Sequence[PublishFailure]) -> None:
+        now = self._tx.db.now()
+        for failure in failures:
+            row: OutboxRow = self._tx.get(TABLE, failure.id)
+            self._tx.put(
+                TABLE,
+                failure.id,
+                attrs.evolve(
+                    row,
+                    attempts=row.attempts + 1,
+                    last_error=failure.error,
+                    next_attempt_at=now + failure.retry_in,
+                ),
+            )
+
+
+class MemoryOutboxRelayStore(OutboxRelayStore):
+    def __init__(self, db: MemoryDatabase) -> None:
+        self.db = db
+
+    @asynccontextmanager
+    async def claim_batch(self, limit: int) -> AsyncIterator[OutboxBatch]:
+        async with self.db.transaction() as tx:
+            now = self.db.now()
+            pending: list[OutboxRow] = sorted(
+                tx.select(TABLE, lambda r: r.published_at is None), key=lambda r: r.seq
+            )
+            due = [r for r in pending if r.next_attempt_at <= now][:limit]
+            chosen = {r.id for r in due}
+            oldest_outside: dict[tuple[str, str], int] = {}
+            for row in pending:
+                if row.id not in chosen:
+                    oldest_outside.setdefault(row.aggregate, row.seq)
+            yield _MemoryBatch(tx, publishable_in_order(due, oldest_outside))
+
+    async def wait_for_events(self, timeout: timedelta) -> None:
+        await self.db.notifier.wait(CHANNEL, "", timeout)
+
+    async def purge_published(self, older_than: timedelta, batch_size: int) -> int:
+        async with self.db.transaction() as tx:
+            cutoff = self.db.now() - older_than
+            doomed = [
+                r.id
+                for r in tx.select(TABLE, lambda r: r.published_at is not None and r.published_at < cutoff)
+            ][:batch_size]
+            for ident in doomed:
+                tx.delete(TABLE, ident)
+            return len(doomed)
+
+    async def stats(self) -> OutboxStats:
+        async with self.db.transaction() as tx:
+            pending: list[OutboxRow] = tx.select(TABLE, lambda r: r.published_at is None)
+        return OutboxStats(
+            pending=len(pending),
+            oldest_pending_created_at=min((r.created_at for r in pending), default=None),
+            failing=sum(1 for r in pending if r.attempts > 0),
+            now=self.db.now(),
+        )

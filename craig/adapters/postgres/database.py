@@ -1,0 +1,75 @@
+"""The PostgreSQL connection pool (SQLAlchemy async engine over asyncpg)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from craig.adapters.postgres.errors import db_errors
+
+
+def async_url(url: str) -> URL:
+    """``postgresql://…`` (any driver) as a SQLAlchemy asyncpg URL."""
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql+asyncpg")
+
+
+def libpq_dsn(url: str) -> str:
+    """The same URL as a plain ``postgresql://`` DSN, for raw asyncpg connections."""
+    return async_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PostgresDatabase:
+    """Owns the engine. Transactions come from :class:`PostgresUnitOfWork`."""
+
+    def __init__(
+        self, url: str, *, pool_size: int = 10, max_overflow: int = 10, statement_timeout_ms: int = 30000
+    ) -> None:
+        self.url = url
+        self.engine: AsyncEngine = create_async_engine(
+            async_url(url),
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_pre_ping=True,
+            connect_args={"server_settings": {"statement_timeout": str(statement_timeout_ms)}},
+        )
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection in autocommit-per-block style (caller begins/commits)."""
+        async with db_errors():
+            conn = await self.engine.connect()
+        try:
+            yield conn
+        finally:
+            await conn.close()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """A standalone transaction: COMMIT on normal exit, ROLLBACK on error."""
+        async with db_errors(), self.engine.begin() as conn:
+            yield conn
+
+    async def raw_connection(self) -> asyncpg.Connection:
+        """A dedicated asyncpg connection outside the pool (for LISTEN)."""
+        async with db_errors():
+            return await asyncpg.connect(libpq_dsn(self.url))
+
+    async def ping(self) -> None:
+        async with db_errors(), self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    async def server_version(self) -> str:
+        async with db_errors(), self.engine.connect() as conn:
+            return str((await conn.execute(text("SHOW server_version"))).scalar_one())
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({async_url(self.url).render_as_string(hide_password=True)})"

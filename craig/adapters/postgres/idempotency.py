@@ -1,0 +1,221 @@
+"""PostgreSQL adapters of the idempotency ports: the seed's claim SQL, extended with recovery
+of dead claims and a fencing token. The database clock (``now()``) decides expiry."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import BYTEA, JSONB
+from sqlalchemy.sql import bindparam
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, SlotStatus, StoredResponse
+from craig.ports.idempotency import (
+    Claimed,
+    ClaimOutcome,
+    Existing,
+    IdempotencySlots,
+    IdempotencyStats,
+    IdempotencyStore,
+)
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.database import PostgresDatabase
+    from craig.adapters.postgres.notify import PostgresListener
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+CHANNEL = "craig_idempotency"
+_COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, started_at,
+              claim_expires_at, finished_at, status_code, headers, body, body_too_large, error_detail"""
+
+_INSERT = text(
+    f"""
+    INSERT INTO idempotency_responses
+        (cache_key, method, path, user_sub, body_fingerprint, status, started_at, claim_expires_at)
+    VALUES (:cache_key, :method, :path, :user_sub, :fingerprint, 'processing', now(),
+            now() + make_interval(secs => :ttl))
+    ON CONFLICT (cache_key) DO NOTHING
+    RETURNING {_COLUMNS}
+    """
+)
+# The seed re-claims only 'failed' rows; a 'processing' row whose claim expired belongs to a dead
+# owner and is recovered too. Either way the fencing token moves on.
+_RECLAIM = text(
+    f"""
+    UPDATE idempotency_responses
+       SET status            = 'processing',
+           started_at        = now(),
+           claim_expires_at  = now() + make_interval(secs => :ttl),
+           finished_at       = NULL,
+           status_code       = NULL,
+           headers           = NULL,
+           body              = NULL,
+           body_too_large    = false,
+           error_detail      = NULL,
+           body_fingerprint  = :fingerprint,
+           claim_token       = claim_token + 1
+     WHERE cache_key = :cache_key
+       AND body_fingerprint = :fingerprint
+       AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now()))
+    RETURNING {_COLUMNS}
+    """
+)
+_SELECT = text(f"SELECT {_COLUMNS}, now() AS db_now FROM idempotency_responses WHERE cache_key = :cache_key")
+_FINALIZE_SUCCEEDED = text(
+    """
+    UPDATE idempotency_responses
+       SET status = 'succeeded', finished_at = now(), status_code = :status_code,
+           headers = :headers, body = :body, body_too_large = :body_too_large
+     WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
+    RETURNING cache_key
+    """
+).bindparams(bindparam("headers", type_=JSONB), bindparam("body", type_=BYTEA))
+_FINALIZE_FAILED = text(
+    """
+    UPDATE idempotency_responses
+       SET status = 'failed', finished_at = now(), error_detail = :detail
+     WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
+    RETURNING cache_key
+    """
+)
+_NOTIFY = text("SELECT pg_notify('craig_idempotency', :cache_key)")
+_PURGE = text(
+    """
+    DELETE FROM idempotency_responses
+     WHERE cache_key IN (
+        SELECT cache_key FROM idempotency_responses
+         WHERE started_at < now() - make_interval(secs => :age)
+           AND (status <> 'processing' OR claim_expires_at <= now())
+         LIMIT :batch)
+    """
+)
+_STATS = text(
+    """
+    SELECT status, count(*) AS n,
+           min(started_at) FILTER (WHERE status = 'processing') AS oldest, now() AS db_now
+      FROM idempotency_responses GROUP BY status
+    """
+)
+
+
+def _slot(row: Mapping[str, Any]) -> Slot:
+    response = None
+    if row["status_code"] is not None:
+        response = StoredResponse(
+            status_code=row["status_code"],
+            headers=tuple((str(k), str(v)) for k, v in (row["headers"] or [])),
+            body=bytes(row["body"] or b""),
+            body_too_large=row["body_too_large"],
+        )
+    return Slot(
+        cache_key=row["cache_key"],
+        method=row["method"],
+        path=row["path"],
+        user_sub=row["user_sub"],
+        fingerprint=row["body_fingerprint"],
+        status=SlotStatus(row["status"]),
+        claim_token=row["claim_token"],
+        started_at=row["started_at"],
+        claim_expires_at=row["claim_expires_at"],
+        finished_at=row["finished_at"],
+        response=response,
+        error_detail=row["error_detail"],
+    )
+
+
+class PostgresIdempotencyStore(IdempotencyStore):
+    def __init__(self, database: PostgresDatabase, listener: PostgresListener | None = None) -> None:
+        self.database = database
+        self.listener = listener
+
+    async def try_claim(self, request: ClaimRequest, ttl: timedelta) -> ClaimOutcome:
+        params = {
+            "cache_key": request.cache_key,
+            "method": request.method,
+            "path": request.path,
+            "user_sub": request.user_sub,
+            "fingerprint": request.fingerprint,
+            "ttl": ttl.total_seconds(),
+        }
+        while True:
+            async with self.database.transaction() as conn:
+                row = (await conn.execute(_INSERT, params)).mappings().first()
+                if row is None:
+                    row = (await conn.execute(_RECLAIM, params)).mappings().first()
+                if row is not None:
+                    return Claimed(_slot(row))
+                existing = (await conn.execute(_SELECT, params)).mappings().first()
+                if existing is not None:
+                    return Existing(_slot(existing), existing["db_now"])
+            # The row was purged between the INSERT and the SELECT: try again.
+
+    async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
+        async with self.database.transaction() as conn:
+            row = (await conn.execute(_SELECT, {"cache_key": cache_key})).mappings().first()
+            if row is None:
+                now = (await conn.execute(text("SELECT now()"))).scalar_one()
+                return None, now
+            return _slot(row), row["db_now"]
+
+    async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
+        async with self.database.transaction() as conn:
+            done = (
+                await conn.execute(
+                    _FINALIZE_FAILED, {"cache_key": cache_key, "token": token, "detail": detail[:2000]}
+                )
+            ).first()
+            if done is not None:
+                await conn.execute(_NOTIFY, {"cache_key": cache_key})
+            return done is not None
+
+    async def wait_for_change(self, cache_key: str, timeout: timedelta) -> None:
+        if self.listener is None or not self.listener.connected:
+            # No LISTEN connection: the caller's polling is the fallback.
+            await asyncio.sleep(min(timeout.total_seconds(), 0.25))
+            return
+        await self.listener.wait(CHANNEL, cache_key, timeout)
+
+    async def purge(self, older_than: timedelta, batch_size: int) -> int:
+        async with self.database.transaction() as conn:
+            result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
+            return int(result.rowcount or 0)
+
+    async def stats(self) -> IdempotencyStats:
+        async with self.database.transaction() as conn:
+            rows = (await conn.execute(_STATS)).mappings().all()
+            now = rows[0]["db_now"] if rows else (await conn.execute(text("SELECT now()"))).scalar_one()
+        oldest = [r["oldest"] for r in rows if r["oldest"] is not None]
+        return IdempotencyStats(
+            by_status={r["status"]: r["n"] for r in rows},
+            oldest_processing_started_at=min(oldest, default=None),
+            now=now,
+        )
+
+
+class PostgresIdempotencySlots(IdempotencySlots):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
+        conn = self.uow.connection
+        async with db_errors():
+            done = (
+                await conn.execute(
+                    _FINALIZE_SUCCEEDED,
+                    {
+                        "cache_key": cache_key,
+                        "token": token,
+                        "status_code": response.status_code,
+                        "headers": [list(pair) for pair in response.headers],
+                        "body": response.body,
+                        "body_too_large": response.body_too_large,
+                    },
+                )
+            ).first()
+            if done is None:
+                raise ClaimLost("the idempotency claim was recovered by another request before finalize")
+            await conn.execute(_NOTIFY, {"cache_key": cache_key})

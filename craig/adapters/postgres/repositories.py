@@ -1,0 +1,16 @@
+"""Every PostgreSQL repository, attached to a unit of work (the one list to extend)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from craig.adapters.postgres.idempotency import PostgresIdempotencySlots
+from craig.adapters.postgres.outbox import PostgresOutboxWriter
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+
+def attach(uow: PostgresUnitOfWork) -> None:
+    uow.outbox = PostgresOutboxWriter(uow)
+    uow.idempotency = PostgresIdempotencySlots(uow)

@@ -1,0 +1,33 @@
+"""Who is asking: the authenticated principal and its role."""
+
+from __future__ import annotations
+
+import enum
+from uuid import UUID
+
+import attrs
+
+from craig.domain.errors import Forbidden
+
+
+class Role(enum.StrEnum):
+    CASEWORKER = "caseworker"
+    SUPERVISOR = "supervisor"
+    ADMIN = "admin"
+
+
+@attrs.frozen
+class Principal:
+    sub: UUID
+    name: str
+    role: Role
+
+    @property
+    def sees_every_case(self) -> bool:
+        return self.role in (Role.SUPERVISOR, Role.ADMIN)
+
+    def require(self, *roles: Role) -> None:
+        """Raise :class:`Forbidden` unless the principal has one of ``roles``."""
+        if self.role not in roles:
+            allowed = " or ".join(str(r) for r in roles)
+            raise Forbidden(f"this action needs the role {allowed}; you are {self.role}")

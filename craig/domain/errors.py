@@ -1,0 +1,42 @@
+"""Domain errors: what went wrong, in the language of the business.
+
+Entrypoints translate these into HTTP problems; adapters never raise them for infrastructure
+faults (those are :mod:`craig.ports.errors`).
+"""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base class. ``code`` is stable and becomes the problem ``type`` suffix."""
+
+    code = "domain-error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class NotFound(DomainError):
+    code = "not-found"
+
+    def __init__(self, kind: str, ident: object) -> None:
+        super().__init__(f"{kind} {ident} was not found")
+        self.kind = kind
+        self.ident = ident
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+
+
+class InvalidInput(DomainError):
+    """The request is well-formed but violates a business rule (HTTP 422)."""
+
+    code = "invalid-input"
+
+
+class Conflict(DomainError):
+    """The request conflicts with the current state (HTTP 409)."""
+
+    code = "conflict"

@@ -1,0 +1,205 @@
+"""The ``craig`` command for operators.
+
+    craig serve [--host 127.0.0.1] [--port 8000]   the API (+ workers in memory/embedded)
+    craig worker                                   the background loops alone
+    craig db upgrade [REV] | db downgrade REV      migrations
+    craig token --sub UUID --role ROLE --name NAME [--ttl SECONDS]
+    craig status                                   queues, backlogs, slots
+    craig config                                   the settings reference
+
+Every command reads the same settings (``CRAIG_*``) and data dir. A startup problem prints one
+line naming the setting or dependency and the fix, and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import structlog
+
+from craig.domain.access import Role
+from craig.entrypoints.bootstrap import bootstrap
+from craig.entrypoints.runtime import StartupError, running
+from craig.entrypoints.settings import Profile, SettingsError, reference
+
+log = structlog.get_logger(__name__)
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(
+    name: str,
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="craig", description="Craig: the case-worker back end.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", default=None, help="interface (default CRAIG_HTTP__HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default CRAIG_HTTP__PORT or 8000)")
+
+    sub.add_parser("worker", help="run the background workers alone")
+
+    db = sub.add_parser("db", help="database migrations")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="apply migrations (default: to head)")
+    up.add_argument("revision", nargs="?", default="head")
+    down = db_sub.add_parser("downgrade", help="revert migrations to REVISION (e.g. -1, base)")
+    down.add_argument("revision")
+
+    token = sub.add_parser("token", help="print a development JWT (HS256 only)")
+    token.add_argument("--sub", required=True, type=uuid.UUID, help="the user's UUID")
+    token.add_argument("--role", required=True, choices=[r.value for r in Role])
+    token.add_argument("--name", required=True)
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
+
+    sub.add_parser("status", help="a summary for operators")
+    sub.add_parser("config", help="print every setting with its default")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    name = args.command
+    try:
+        return COMMANDS[name](args)
+    except (SettingsError, StartupError) as error:
+        print(f"craig: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(coro: Awaitable[int]) -> int:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+# --- serve / worker ---------------------------------------------------------------------------
+
+
+@command("serve")
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from craig.entrypoints.http.app import create_app
+    from craig.entrypoints.workers.runner import workers_running
+
+    container = bootstrap()
+    settings = container.settings()
+    lifespans: list[Any] = []
+    if settings.run_workers_in_process:
+        lifespans.append(lambda _app: workers_running(container))
+    app = create_app(container, lifespans=lifespans)
+    host = args.host or settings.http.host
+    port = args.port or settings.http.port
+    log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 2
+
+
+@command("worker")
+def _worker(args: argparse.Namespace) -> int:
+    from craig.entrypoints.workers.runner import workers_running
+
+    container = bootstrap()
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with running(container), workers_running(container):
+            log.info("worker running", profile=container.settings().profile.value)
+            await stop.wait()
+        return 0
+
+    return _run(run())
+
+
+# --- db ------------------------------------------------------------------------------------------
+
+
+@command("db")
+def _db(args: argparse.Namespace) -> int:
+    from craig.adapters.postgres import migrations
+
+    container = bootstrap()
+    if container.settings().profile is Profile.MEMORY:
+        print("craig: the memory profile has no database to migrate", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        async with running(container, schema="ignore"):
+            url = container.database_url()
+            if args.db_command == "upgrade":
+                await asyncio.to_thread(migrations.upgrade, url, args.revision)
+            else:
+                await asyncio.to_thread(migrations.downgrade, url, args.revision)
+        print(f"database at revision {args.revision}")
+        return 0
+
+    return _run(run())
+
+
+# --- token / status / config ------------------------------------------------------------------
+
+
+@command("token")
+def _token(args: argparse.Namespace) -> int:
+    from craig.entrypoints.tokens import mint
+
+    container = bootstrap()
+    try:
+        token = mint(
+            container.settings().auth,
+            sub=args.sub,
+            role=Role(args.role),
+            name=args.name,
+            ttl_seconds=args.ttl,
+        )
+    except ValueError as error:
+        print(f"craig: {error}", file=sys.stderr)
+        return 2
+    print(token)
+    return 0
+
+
+@command("status")
+def _status(args: argparse.Namespace) -> int:
+    from craig.entrypoints.status import collect_status, format_status
+
+    container = bootstrap()
+
+    async def run() -> int:
+        async with running(container):
+            report = await collect_status(container)
+        print(format_status(report))
+        return 0
+
+    return _run(run())
+
+
+@command("config")
+def _config(args: argparse.Namespace) -> int:
+    width = max(len(name) for name, _, _ in reference())
+    for name, default, help_text in reference():
+        print(f"{name:<{width}}  {default!r:<24}  {help_text}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""The Litestar application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from litestar import Litestar, Router
+from litestar.config.cors import CORSConfig
+from litestar.openapi.config import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from craig.domain.constants import IDEMPOTENCY_LOSER_POLL_INTERVAL
+from craig.entrypoints import runtime
+from craig.entrypoints.container import Container
+from craig.entrypoints.http.auth import bearer_middleware
+from craig.entrypoints.http.dependencies import DEPENDENCIES
+from craig.entrypoints.http.headers import security_headers
+from craig.entrypoints.http.idempotency import IdempotencyMiddleware
+from craig.entrypoints.http.metrics import RequestMetrics
+from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
+from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
+from craig.entrypoints.http.system import system_router
+from craig.entrypoints.settings import Settings, cors_origins
+from craig.entrypoints.tokens import TokenVerifier
+from craig.usecases.idempotent_request import IdempotencyPolicy, IdempotentRequests
+
+log = structlog.get_logger(__name__)
+
+CORS_WILDCARD_WARNING = (
+    "CORS origins set to wildcard '*' — acceptable for public intake (forms embedded on partner "
+    "sites), but verify this matches the deployment intent."
+)
+
+Lifespan = Callable[[Litestar], AbstractAsyncContextManager[None]]
+
+
+def _description(settings: Settings) -> str:
+    hours = settings.idempotency.retention_hours
+    return (
+        "Craig: the case-worker API.\n\n"
+        "Everything under `/v1` needs `Authorization: Bearer <JWT>`. This document and Swagger UI are "
+        "public on purpose (Kerckhoffs): discoverable schemas do not weaken authentication.\n\n"
+        "**Idempotency.** Every POST and PATCH under `/v1` and `/intake` honours an `Idempotency-Key` "
+        "header (1-255 printable ASCII characters). The first request runs; a retry with the same key "
+        "and body replays the stored response byte for byte with `Idempotent-Replayed: true`; the same "
+        "key with a different body answers 422; a concurrent duplicate waits for the first (up to "
+        f"{settings.idempotency.wait_ceiling_seconds:g} s) and then answers 409 with `Retry-After`. "
+        f"Keys expire {hours:g} hours after first use. A 5xx is not stored: retry with the same key.\n\n"
+        "Errors are RFC 9457 `application/problem+json`."
+    )
+
+
+def idempotent_requests_factory(container: Container) -> Callable[[], IdempotentRequests]:
+    settings = container.settings().idempotency
+    policy = IdempotencyPolicy(
+        claim_ttl=timedelta(seconds=settings.claim_ttl_seconds),
+        wait_ceiling=timedelta(seconds=settings.wait_ceiling_seconds),
+        poll_interval=IDEMPOTENCY_LOSER_POLL_INTERVAL,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    return lambda: IdempotentRequests(container.idempotency_store(), policy)
+
+
+def create_app(
+    container: Container,
+    *,
+    manage_runtime: bool = True,
+    lifespans: Sequence[Lifespan] = (),
+    extra_v1_routes: Sequence[Any] = (),
+    debug: bool = False,
+) -> Litestar:
+    """Build the app. ``manage_runtime`` starts/stops the profile's dependencies with the app;
+    ``lifespans`` run inside that (the CLI passes the in-process workers)."""
+    settings = container.settings()
+    verifier = TokenVerifier(settings.auth)
+    # Litestar deep-copies middleware; a provider held here would be copied with its singletons
+    # (a second memory database!). Plain functions are copied by reference.
+    idempotency = IdempotencyMiddleware(
+        requests=idempotent_requests_factory(container),
+        uow_factory=lambda: container.uow(),
+        max_body_bytes=settings.http.max_body_bytes,
+    )
+    v1 = Router(
+        path="/v1",
+        route_handlers=[*V1_ROUTES, *extra_v1_routes],
+        middleware=[bearer_middleware(verifier), idempotency],
+        security=[{"BearerAuth": []}],
+    )
+    intake = Router(path="/intake", route_handlers=INTAKE_ROUTES, middleware=[idempotency])
+
+    origins = cors_origins(settings)
+    if "*" in origins:
+        log.warning(CORS_WILDCARD_WARNING)
+    cors = (
+        CORSConfig(
+            allow_origins=origins,
+            allow_credentials=settings.http.cors_allow_credentials,
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
+            expose_headers=["Location", "Retry-After", "Idempotent-Replayed", "Idempotency-Body-Omitted"],
+        )
+        if origins
+        else None
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if manage_runtime:
+                await stack.enter_async_context(runtime.running(container))
+            for extra in lifespans:
+                await stack.enter_async_context(extra(app))
+            yield
+
+    app = Litestar(
+        route_handlers=[
+            system_router(runtime.health_checks(container), runtime.metric_refreshers(container)),
+            v1,
+            intake,
+        ],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[RequestMetrics()],
+        before_send=[security_headers],
+        cors_config=cors,
+        request_max_body_size=settings.http.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="Craig",
+            version="1",
+            description=_description(settings),
+            path="/api-doc",
+            render_plugins=[JsonRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "BearerAuth": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")
+                }
+            ),
+        ),
+        lifespan=[lifespan],
+        debug=debug,
+        logging_config=None,
+    )
+    app.state.container = container
+    return app
+
+
+def app_from_environment() -> Any:
+    """``uvicorn --factory craig.entrypoints.http.app:app_from_environment``."""
+    from craig.entrypoints.bootstrap import bootstrap
+
+    return create_app(bootstrap())

@@ -1,0 +1,240 @@
+"""The ``Idempotency-Key`` layer for every POST and PATCH under ``/v1`` and ``/intake``.
+
+It only translates HTTP to :class:`craig.usecases.idempotent_request.IdempotentRequests`:
+buffer the body, fingerprint it, claim/replay/wait, run the handler on a request-scoped unit of
+work whose commits are held, then finalize in that same transaction *before* the response
+leaves, so a client never sees a success whose effects or stored response could still be lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from litestar.datastructures import Headers
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from craig.domain.access import Principal
+from craig.domain.fingerprint import InvalidIdempotencyKey
+from craig.domain.idempotency import ClaimLost, StoredResponse
+from craig.entrypoints import metrics
+from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
+from craig.ports.errors import PortError
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.idempotent_request import Busy, IdempotentRequests, Mismatch, Proceed, Replay
+
+log = structlog.get_logger(__name__)
+
+HEADER = "idempotency-key"
+UOW_STATE_KEY = "craig.uow"
+#: Route ``opt`` key: ``opt={"idempotency": "required"}`` makes the header mandatory.
+OPT_KEY = "idempotency"
+METHODS = frozenset({"POST", "PATCH"})
+
+
+class IdempotencyMiddleware(ASGIMiddleware):
+    scopes = ("http",)  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        requests: Callable[[], IdempotentRequests],
+        uow_factory: Callable[[], UnitOfWork],
+        max_body_bytes: int,
+    ) -> None:
+        self.requests = requests
+        self.uow_factory = uow_factory
+        self.max_body_bytes = max_body_bytes
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        if scope["method"] not in METHODS:
+            await next_app(scope, receive, send)
+            return
+        headers = Headers.from_scope(scope)
+        key = headers.get(HEADER)
+        handler = scope.get("route_handler")
+        required = bool(handler and handler.opt.get(OPT_KEY) == "required")
+        if key is None:
+            if required:
+                await _answer(
+                    send, 400, "idempotency-key-required", "this route needs an Idempotency-Key header"
+                )
+                return
+            await next_app(scope, receive, send)
+            return
+
+        limit = _body_limit(handler, self.max_body_bytes)
+        body = await _read_body(receive, limit)
+        if body is None:
+            await _answer(send, 413, "body-too-large", f"the request body is larger than {limit} bytes")
+            return
+        user = scope.get("user")
+        requests = self.requests()
+        try:
+            claim_request = requests.claim_request(
+                user_sub=user.sub if isinstance(user, Principal) else None,
+                method=scope["method"],
+                path=scope["path"],
+                key=key,
+                content_type=headers.get("content-type"),
+                body=body,
+            )
+        except InvalidIdempotencyKey as error:
+            await _answer(send, 400, "invalid-idempotency-key", str(error))
+            return
+
+        decision = await requests.begin(claim_request)
+        if isinstance(decision, Replay):
+            metrics.idempotency_outcomes.labels("replayed").inc()
+            await _replay(send, decision.response)
+            return
+        if isinstance(decision, Mismatch):
+            metrics.idempotency_outcomes.labels("mismatch").inc()
+            await _answer(
+                send,
+                422,
+                "idempotency-key-reused",
+                "this Idempotency-Key was already used with a different request body; use a new key",
+            )
+            return
+        if isinstance(decision, Busy):
+            metrics.idempotency_outcomes.labels("busy").inc()
+            await _answer(
+                send,
+                409,
+                "idempotency-request-in-progress",
+                "a request with this Idempotency-Key is still being processed; retry after the delay",
+                headers=[(b"retry-after", str(decision.retry_after_seconds).encode())],
+            )
+            return
+        assert isinstance(decision, Proceed)
+        await self._run_winner(scope, body, send, next_app, requests, decision)
+
+    async def _run_winner(
+        self,
+        scope: Scope,
+        body: bytes,
+        send: Send,
+        next_app: ASGIApp,
+        requests: IdempotentRequests,
+        claim: Proceed,
+    ) -> None:
+        uow = self.uow_factory()
+        uow.hold_commits()
+        scope.setdefault("state", {})[UOW_STATE_KEY] = uow
+        captured: list[Message] = []
+
+        async def capture(message: Message) -> None:
+            captured.append(message)
+
+        try:
+            await next_app(scope, _replay_body(body), capture)
+        except BaseException as error:
+            await uow.release(commit=False)
+            await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
+            raise
+        status, headers, response_body = _collect(captured)
+        try:
+            await requests.complete(claim.slot, uow, status, headers, response_body)
+        except ClaimLost:
+            metrics.idempotency_outcomes.labels("claim_lost").inc()
+            await _answer(
+                send,
+                409,
+                "idempotency-claim-lost",
+                "this request's claim expired and a retry took it over; its effects were discarded. "
+                "Retry to receive the final result",
+                headers=[(b"retry-after", b"1")],
+            )
+            return
+        except PortError as error:
+            log.warning("idempotent finalize failed", error=str(error))
+            await _answer(
+                send,
+                503,
+                "dependency-unavailable",
+                "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
+                headers=[(b"retry-after", b"1")],
+            )
+            return
+        metrics.idempotency_outcomes.labels("executed").inc()
+        for message in captured:
+            await send(message)
+
+
+def _body_limit(handler: Any, default: int) -> int:
+    limit = getattr(handler, "request_max_body_size", None) if handler is not None else None
+    return int(limit) if isinstance(limit, int) and limit > 0 else default
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it exceeds ``limit`` (never buffered beyond it)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay_body(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+def _collect(messages: list[Message]) -> tuple[int, list[tuple[str, str]], bytes]:
+    status = 500
+    headers: list[tuple[str, str]] = []
+    body = bytearray()
+    for message in messages:
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])]
+        elif message["type"] == "http.response.body":
+            body.extend(message.get("body", b""))
+    return status, headers, bytes(body)
+
+
+async def _replay(send: Send, response: StoredResponse) -> None:
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
+    headers.append((b"idempotent-replayed", b"true"))
+    if response.body_too_large:
+        headers.append((b"idempotency-body-omitted", b"true"))
+    headers.append((b"content-length", str(len(response.body)).encode()))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body, "more_body": False})
+
+
+async def _answer(
+    send: Send, status: int, code: str, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = problem_bytes(status, code, detail)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})

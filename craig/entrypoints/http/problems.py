@@ -1,0 +1,184 @@
+"""RFC 9457 problem details: every error Craig answers is ``application/problem+json``.
+
+Entrypoints translate domain and port errors here (ARCHITECTURE rule 3); nothing else ever
+reaches the client: no HTML page, no traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import structlog
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
+from craig.ports.errors import ConstraintViolation, PortError, TransientConflict, Unavailable
+
+log = structlog.get_logger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "/problems/"
+
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+
+
+class ProblemException(HTTPException):
+    """Raise from anywhere in the HTTP layer to answer a specific problem."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail=detail, status_code=status, headers=dict(headers or {}))
+        self.code = code
+        self.extra = dict(extra or {})
+
+
+def problem(
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Response[bytes]:
+    body: dict[str, Any] = {
+        "type": f"{TYPE_PREFIX}{code}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
+    if instance:
+        body["instance"] = instance
+    body.update(extra or {})
+    return Response(
+        content=msgspec.json.encode(body),
+        status_code=status,
+        media_type=PROBLEM_JSON,
+        headers=dict(headers or {}),
+    )
+
+
+def problem_bytes(status: int, code: str, detail: str, **extra: Any) -> bytes:
+    """The body of a problem, for ASGI middleware that answers before the router."""
+    body = {
+        "type": f"{TYPE_PREFIX}{code}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
+    body.update(extra)
+    return msgspec.json.encode(body)
+
+
+_DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
+    (NotFound, 404),
+    (Forbidden, 403),
+    (Conflict, 409),
+    (InvalidInput, 422),
+]
+
+
+def _domain(request: Request[Any, Any, Any], error: DomainError) -> Response[bytes]:
+    status = next((code for kind, code in _DOMAIN_STATUS if isinstance(error, kind)), 422)
+    extra = getattr(error, "problem_extra", None)
+    return problem(status, error.code, error.detail, instance=request.url.path, extra=extra)
+
+
+def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
+    if isinstance(error, Unavailable):
+        log.warning("dependency unavailable", dependency=error.dependency, error=error.detail)
+        return problem(
+            503,
+            "dependency-unavailable",
+            f"{error.dependency} is unavailable; retry shortly (with the same Idempotency-Key)",
+            headers={"Retry-After": "5"},
+            instance=request.url.path,
+        )
+    if isinstance(error, TransientConflict):
+        return problem(
+            409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"}
+        )
+    if isinstance(error, ConstraintViolation):
+        return problem(
+            409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})"
+        )
+    log.error("port error", error=str(error))
+    return problem(500, "internal-error", "an internal error occurred", instance=request.url.path)
+
+
+def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[bytes]:
+    status = error.status_code
+    headers = dict(error.headers or {})
+    if isinstance(error, ProblemException):
+        return problem(
+            status, error.code, error.detail, headers=headers, extra=error.extra, instance=request.url.path
+        )
+    if isinstance(error, ValidationException):
+        errors = error.extra if isinstance(error.extra, list) else []
+        return problem(
+            400,
+            "invalid-request",
+            error.detail or "the request is invalid",
+            extra={"errors": errors} if errors else None,
+            instance=request.url.path,
+        )
+    if isinstance(error, NotAuthorizedException):
+        headers.setdefault("WWW-Authenticate", 'Bearer realm="craig"')
+        return problem(401, "unauthorized", error.detail or "authentication required", headers=headers)
+    code = {
+        404: "not-found",
+        405: "method-not-allowed",
+        413: "body-too-large",
+        415: "unsupported-media-type",
+        429: "rate-limited",
+    }.get(status, "http-error")
+    detail = error.detail or _TITLES.get(status, "error")
+    if status == 413:
+        detail = "the request body is larger than this route accepts"
+    if status >= 500:
+        log.error("http error", status=status, detail=detail, exc_info=error)
+        detail = "an internal error occurred"
+    return problem(status, code, detail, headers=headers, instance=request.url.path)
+
+
+def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[bytes]:
+    log.exception("unhandled error", path=request.url.path, error_type=type(error).__name__)
+    return problem(
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "internal-error",
+        "an internal error occurred",
+        instance=request.url.path,
+    )
+
+
+EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+    DomainError: _domain,
+    PortError: _port,
+    HTTPException: _http,
+    Exception: _unexpected,
+}

@@ -1,0 +1,13 @@
+"""Every route of the API, by router. Features add their handlers here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from craig.entrypoints.http.routes.me import me
+
+#: Under ``/v1``: Bearer JWT required; idempotency applies to POST and PATCH.
+V1_ROUTES: list[Any] = [me]
+
+#: Under ``/intake``: public, anonymous; idempotency applies with a scope per route.
+INTAKE_ROUTES: list[Any] = []

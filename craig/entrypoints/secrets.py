@@ -1,0 +1,48 @@
+"""Development secrets for the embedded and memory profiles.
+
+On first run they are generated into ``$CRAIG_DATA_DIR/secrets`` (mode 0600) with a warning, so
+one command gives a working system; production must supply its own (startup refuses otherwise).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from pathlib import Path
+
+import attrs
+import structlog
+
+from craig.entrypoints.settings import Profile, Settings
+
+log = structlog.get_logger(__name__)
+
+
+def _read_or_create(path: Path, make: str) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(make + "\n")
+    log.warning("generated a development secret; do not use it in production", path=str(path))
+    return make
+
+
+def with_dev_secrets(settings: Settings) -> Settings:
+    """Fill the JWT secret and field-encryption key from the data dir (embedded/memory only)."""
+    if settings.profile is Profile.PRODUCTION:
+        return settings
+    folder = settings.data_dir / "secrets"
+    auth = settings.auth
+    if not auth.jwt_secret and not auth.jwks_url:
+        secret = _read_or_create(folder / "jwt_secret", secrets.token_urlsafe(48))
+        auth = attrs.evolve(auth, jwt_secret=secret)
+    key = settings.field_encryption_key
+    if not key:
+        key = _read_or_create(
+            folder / "field_encryption_key", base64.b64encode(secrets.token_bytes(32)).decode()
+        )
+    return attrs.evolve(settings, auth=auth, field_encryption_key=key)

@@ -1,0 +1,69 @@
+"""``craig status``: one screen for the operator at 3 a.m."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from craig.entrypoints.container import Container
+
+Section = Callable[[Container], Awaitable[dict[str, Any]]]
+
+
+def _age(now: datetime, then: datetime | None) -> str:
+    if then is None:
+        return "-"
+    seconds = max(0, int((now - then).total_seconds()))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
+
+
+async def idempotency_section(container: Container) -> dict[str, Any]:
+    stats = await container.idempotency_store().stats()
+    return {
+        "slots by status": stats.by_status or {},
+        "oldest processing slot age": _age(stats.now, stats.oldest_processing_started_at),
+    }
+
+
+async def outbox_section(container: Container) -> dict[str, Any]:
+    stats = await container.outbox_relay_store().stats()
+    return {
+        "pending events": stats.pending,
+        "failing events (retrying)": stats.failing,
+        "oldest pending age": _age(stats.now, stats.oldest_pending_created_at),
+    }
+
+
+SECTIONS: dict[str, Section] = {
+    "idempotency": idempotency_section,
+    "outbox": outbox_section,
+}
+
+
+async def collect_status(container: Container) -> dict[str, dict[str, Any]]:
+    report: dict[str, dict[str, Any]] = {
+        "craig": {
+            "profile": container.settings().profile.value,
+            "data dir": str(container.settings().data_dir),
+        }
+    }
+    for name, section in SECTIONS.items():
+        try:
+            report[name] = await section(container)
+        except Exception as error:
+            report[name] = {"error": f"{type(error).__name__}: {error}"}
+    return report
+
+
+def format_status(report: dict[str, dict[str, Any]]) -> str:
+    lines = []
+    for section, values in report.items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            if isinstance(value, dict):
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
+            else:
+                shown = str(value)
+            lines.append(f"  {key:<32} {shown}")
+    return "\n".join(lines)

@@ -1,0 +1,34 @@
+"""Which background loops a deployment runs (the one list to extend)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from craig.domain.constants import CLEANUP_INTERVAL, PURGE_BATCH_SIZE
+from craig.entrypoints.container import Container
+from craig.entrypoints.workers.runner import Loop
+from craig.usecases.cleanup import PurgeExpired, Retention
+
+
+def cleanup_loop(container: Container) -> Loop:
+    settings = container.settings()
+    purge = PurgeExpired(
+        [
+            Retention(
+                "idempotency",
+                container.idempotency_store().purge,
+                timedelta(hours=settings.idempotency.retention_hours),
+            ),
+            Retention(
+                "outbox",
+                container.outbox_relay_store().purge_published,
+                timedelta(days=settings.outbox.retention_days),
+            ),
+        ],
+        batch_size=PURGE_BATCH_SIZE,
+    )
+    return Loop("cleanup", purge.run_once, CLEANUP_INTERVAL)
+
+
+def loops_for(container: Container) -> list[Loop]:
+    return [cleanup_loop(container)]

@@ -1,0 +1,48 @@
+"""Infrastructure errors as the core sees them.
+
+Adapters translate driver exceptions (asyncpg, aio-pika, minio, httpx) into these, so no
+driver exception ever reaches a use case or a route (ARCHITECTURE rule 3).
+"""
+
+from __future__ import annotations
+
+
+class PortError(Exception):
+    """Base class of every infrastructure error raised through a port."""
+
+
+class Unavailable(PortError):
+    """A dependency cannot be reached right now; retrying later may succeed (HTTP 503)."""
+
+    def __init__(self, dependency: str, detail: str) -> None:
+        super().__init__(f"{dependency} is unavailable: {detail}")
+        self.dependency = dependency
+        self.detail = detail
+
+
+class DatabaseUnavailable(Unavailable):
+    def __init__(self, detail: str) -> None:
+        super().__init__("database", detail)
+
+
+class ObjectStoreUnavailable(Unavailable):
+    def __init__(self, detail: str) -> None:
+        super().__init__("object store", detail)
+
+
+class BrokerUnavailable(Unavailable):
+    def __init__(self, detail: str) -> None:
+        super().__init__("broker", detail)
+
+
+class TransientConflict(PortError):
+    """A serialization failure or deadlock: the whole transaction may simply be retried."""
+
+
+class ConstraintViolation(PortError):
+    """A uniqueness, check or foreign-key constraint refused the write."""
+
+    def __init__(self, constraint: str, detail: str) -> None:
+        super().__init__(f"constraint {constraint} refused the write: {detail}")
+        self.constraint = constraint
+        self.detail = detail

@@ -1,0 +1,81 @@
+"""Ports of the idempotency layer: the slot store, and the in-transaction finalizer."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import attrs
+
+from craig.domain.idempotency import ClaimRequest, Slot, StoredResponse
+
+
+@attrs.frozen
+class Claimed:
+    """This request owns the slot (fresh, failed-and-retried, or recovered from a dead owner)."""
+
+    slot: Slot
+
+
+@attrs.frozen
+class Existing:
+    """Another request got there first; ``slot`` is its row and ``now`` the database clock."""
+
+    slot: Slot
+    now: datetime
+
+
+ClaimOutcome = Claimed | Existing
+
+
+@attrs.frozen
+class IdempotencyStats:
+    by_status: dict[str, int]
+    oldest_processing_started_at: datetime | None
+    now: datetime
+
+
+class IdempotencyStore(Protocol):
+    """Slot operations that run in their own short transactions, on the database clock.
+
+    ``try_claim`` is atomic: of any number of concurrent calls for one ``cache_key``, exactly
+    one returns :class:`Claimed` (per claim generation). It claims a missing slot, and
+    re-claims a ``failed`` slot or a ``processing`` slot whose ``claim_expires_at`` has passed,
+    but only when the fingerprint matches; each (re)claim bumps ``claim_token``.
+    """
+
+    async def try_claim(self, request: ClaimRequest, ttl: timedelta) -> ClaimOutcome: ...
+
+    async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
+        """The slot (or None) and the database clock's now."""
+        ...
+
+    async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
+        """Mark a claim ``failed`` so the same key may be retried; False if the token is stale."""
+        ...
+
+    async def wait_for_change(self, cache_key: str, timeout: timedelta) -> None:
+        """Return when the slot may have changed (a finalize was committed) or after ``timeout``.
+
+        Wake-ups may be spurious; callers re-read the slot.
+        """
+        ...
+
+    async def purge(self, older_than: timedelta, batch_size: int) -> int:
+        """Delete finished (and long-dead) slots started before ``now - older_than``; one batch."""
+        ...
+
+    async def stats(self) -> IdempotencyStats: ...
+
+
+class IdempotencySlots(Protocol):
+    """The finalize that must commit atomically with the handler's effects (``uow.idempotency``)."""
+
+    async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
+        """Store the response inside the unit of work's transaction.
+
+        Raises :class:`craig.domain.idempotency.ClaimLost` when ``token`` is no longer the slot's
+        current claim; the caller must then roll the whole transaction back. Waiters are woken
+        when the transaction commits.
+        """
+        ...

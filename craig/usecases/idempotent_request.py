@@ -1,0 +1,144 @@
+"""Idempotent writes: claim a slot, replay, wait as a loser, finalize atomically with effects.
+
+The HTTP layer translates; every decision is made here and in :mod:`craig.domain.idempotency`.
+
+1. :meth:`IdempotentRequests.begin` claims the slot, or replays, or reports a body mismatch,
+   or waits for the winner (woken by LISTEN/NOTIFY, polling as a fallback) up to the ceiling.
+2. The handler runs on a unit of work whose commits are *held*.
+3. :meth:`IdempotentRequests.complete` stores the response inside that same transaction and
+   commits once: the effects and the stored response become durable together, or not at all.
+   A 5xx (or an exception, :meth:`fail`) rolls the effects back and marks the slot ``failed``
+   so the client may retry with the same key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from datetime import timedelta
+from uuid import UUID
+
+import attrs
+
+from craig.domain import idempotency as model
+from craig.domain.fingerprint import cache_key, fingerprint, validate_key
+from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, StoredResponse
+from craig.ports.errors import PortError
+from craig.ports.idempotency import Claimed, ClaimOutcome, Existing, IdempotencyStore
+from craig.ports.unit_of_work import UnitOfWork
+
+__all__ = ["Busy", "ClaimLost", "IdempotentRequests", "Mismatch", "Proceed", "Replay", "validate_key"]
+
+
+@attrs.frozen
+class Proceed:
+    """Run the handler; finalize with this slot's token."""
+
+    slot: Slot
+
+
+@attrs.frozen
+class Replay:
+    response: StoredResponse
+
+
+@attrs.frozen
+class Mismatch:
+    """The key was used with a different body (422)."""
+
+
+@attrs.frozen
+class Busy:
+    """The winner is still running after the ceiling (409 + Retry-After)."""
+
+    retry_after_seconds: int
+
+
+Begin = Proceed | Replay | Mismatch | Busy
+
+
+@attrs.frozen
+class IdempotencyPolicy:
+    claim_ttl: timedelta
+    wait_ceiling: timedelta
+    poll_interval: timedelta
+    max_body_bytes: int
+
+
+class IdempotentRequests:
+    def __init__(self, store: IdempotencyStore, policy: IdempotencyPolicy) -> None:
+        self.store = store
+        self.policy = policy
+
+    @staticmethod
+    def claim_request(
+        *, user_sub: UUID | None, method: str, path: str, key: str, content_type: str | None, body: bytes
+    ) -> ClaimRequest:
+        """Validate the key (``InvalidIdempotencyKey``) and fingerprint the body."""
+        validate_key(key)
+        return ClaimRequest(
+            cache_key=cache_key(user_sub, method, path, key),
+            method=method.upper(),
+            path=path,
+            user_sub=user_sub,
+            fingerprint=fingerprint(content_type, body),
+        )
+
+    async def begin(self, request: ClaimRequest) -> Begin:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.policy.wait_ceiling.total_seconds()
+        outcome: ClaimOutcome = await self.store.try_claim(request, self.policy.claim_ttl)
+        while True:
+            if isinstance(outcome, Claimed):
+                return Proceed(outcome.slot)
+            decision = model.decide_claim(outcome.slot, request, outcome.now, self.policy.claim_ttl)
+            if isinstance(decision, model.Replay):
+                return Replay(decision.response)
+            if isinstance(decision, model.Mismatch):
+                return Mismatch()
+            if isinstance(decision, model.Claim):
+                # Failed or dead while we looked: race the other waiters for it, atomically.
+                outcome = await self.store.try_claim(request, self.policy.claim_ttl)
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return Busy(model.retry_after_seconds(decision.claim_left))
+            await self.store.wait_for_change(
+                request.cache_key,
+                min(self.policy.poll_interval, timedelta(seconds=remaining), decision.claim_left),
+            )
+            slot, now = await self.store.get(request.cache_key)
+            if slot is None:  # purged: start over
+                outcome = await self.store.try_claim(request, self.policy.claim_ttl)
+            else:
+                outcome = Existing(slot, now)
+
+    async def complete(
+        self, slot: Slot, uow: UnitOfWork, status_code: int, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> None:
+        """Finalize after the handler answered. Raises ``ClaimLost`` (effects rolled back) or a
+        ``PortError`` (effects rolled back, slot marked failed when possible)."""
+        if not model.is_success(status_code):
+            await uow.release(commit=False)
+            await self.fail(slot, f"handler answered {status_code}")
+            return
+        response = model.storable_response(status_code, headers, body, self.policy.max_body_bytes)
+        try:
+            async with uow:
+                await uow.idempotency.finalize_succeeded(slot.cache_key, slot.claim_token, response)
+                await uow.commit()
+            await uow.release(commit=True)
+        except ClaimLost:
+            await uow.release(commit=False)
+            raise
+        except PortError as error:
+            await uow.release(commit=False)
+            await self.fail(slot, f"finalize failed: {error}")
+            raise
+
+    async def fail(self, slot: Slot, detail: str) -> None:
+        """Best effort: mark the claim failed so a retry need not wait for the claim TTL."""
+        try:
+            await self.store.finalize_failed(slot.cache_key, slot.claim_token, detail)
+        except PortError:
+            pass  # the claim TTL recovers the slot
