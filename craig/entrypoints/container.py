@@ -21,7 +21,9 @@ import uuid
 
 from dependency_injector import containers, providers
 
-from craig.adapters.memory.database import MemoryDatabase, SystemClock
+from craig.adapters.clock import SystemClock
+from craig.adapters.crypto.plaintext import PlaintextCipher
+from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.adapters.memory.outbox import MemoryOutboxRelayStore
 from craig.adapters.memory.uow import MemoryUnitOfWork
@@ -54,6 +56,7 @@ class Container(containers.DeclarativeContainer):
     profile = providers.Callable(_profile, settings)
     instance_id = providers.Singleton(_instance_id, settings)
     clock = providers.Singleton(SystemClock)
+    field_cipher = providers.Singleton(PlaintextCipher)
 
     # --- database ---------------------------------------------------------------------------
     memory_database = providers.Singleton(MemoryDatabase, clock=clock)
@@ -79,9 +82,9 @@ class Container(containers.DeclarativeContainer):
 
     uow = providers.Selector(
         profile,
-        memory=providers.Factory(MemoryUnitOfWork, db=memory_database),
-        embedded=providers.Factory(PostgresUnitOfWork, database=postgres),
-        production=providers.Factory(PostgresUnitOfWork, database=postgres),
+        memory=providers.Factory(MemoryUnitOfWork, db=memory_database, cipher=field_cipher),
+        embedded=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
+        production=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
     )
     idempotency_store = providers.Selector(
         profile,

@@ -12,21 +12,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from craig.adapters.clock import SystemClock
 from craig.adapters.transaction import UnitOfWorkMisuse
 from craig.adapters.waiters import Waiters
 from craig.ports.errors import DatabaseUnavailable
 
 _MISSING: Any = object()
-
-
-class SystemClock:
-    """The real wall clock (UTC)."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 class MemoryDatabase:

@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
+from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
+from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
 
 class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, db: MemoryDatabase) -> None:
+    def __init__(self, db: MemoryDatabase, cipher: FieldCipher | None = None) -> None:
         super().__init__()
+        #: Sensitive columns go through this on every write and read.
+        self.cipher: FieldCipher = cipher or PlaintextCipher()
         self.db = db
         self._tx: MemoryTransaction | None = None
         from craig.adapters.memory.repositories import attach

@@ -8,13 +8,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
+from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
 
 class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, cipher: FieldCipher | None = None) -> None:
         super().__init__()
+        #: Sensitive columns go through this on every write and read.
+        self.cipher: FieldCipher = cipher or PlaintextCipher()
         self.database = database
         self._conn: AsyncConnection | None = None
         from craig.adapters.postgres.repositories import attach

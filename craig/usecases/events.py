@@ -1,0 +1,41 @@
+"""Making and staging events (seed: ``EventEnvelope::new`` and ``stage_event``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from craig.domain.events import EventEnvelope
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.ids import new_id
+
+
+def new_event(
+    *,
+    source: str,
+    type: str,
+    aggregate_type: str,
+    aggregate_id: UUID | str,
+    payload: Mapping[str, Any],
+    now: datetime,
+    correlation_id: UUID | None = None,
+    causation_id: UUID | None = None,
+) -> EventEnvelope:
+    return EventEnvelope(
+        id=new_id(),
+        source=source,
+        type=type,
+        occurred_at=now,
+        payload=dict(payload),
+        aggregate_type=aggregate_type,
+        aggregate_id=str(aggregate_id),
+        correlation_id=correlation_id,
+        causation_id=causation_id,
+    )
+
+
+async def stage_event(uow: UnitOfWork, envelope: EventEnvelope) -> None:
+    """Insert the event in the caller's transaction: nothing is published unless it commits."""
+    await uow.outbox.stage(envelope)
