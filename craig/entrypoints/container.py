@@ -99,6 +99,11 @@ class Container(containers.DeclarativeContainer):
         production=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
     )
 
+    # --- cases, contacts, attachments (issue 5) --------------------------------------------
+    # --- foster homes and placements (issue 6) ------------------------------------------------
+    # --- partner exchange (issue 7) -----------------------------------------------------------
+    # --- intake, rule sets, field encryption (issue 8) --------------------------------------
+
 
 def build_container(settings: Settings) -> Container:
     container = Container(settings=settings)

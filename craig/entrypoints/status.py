@@ -38,6 +38,7 @@ async def outbox_section(container: Container) -> dict[str, Any]:
 SECTIONS: dict[str, Section] = {
     "idempotency": idempotency_section,
     "outbox": outbox_section,
+    # inbox / DLX (issue 4), attachments (issue 5), placements (issue 6), send jobs (issue 7)
 }
 
 

@@ -14,3 +14,7 @@ if TYPE_CHECKING:
 def attach(uow: PostgresUnitOfWork) -> None:
     uow.outbox = PostgresOutboxWriter(uow)
     uow.idempotency = PostgresIdempotencySlots(uow)
+    # cases, contacts, attachments (issue 5)
+    # foster homes and placements (issue 6)
+    # partner exchange (issue 7)
+    # intake referrals and rule sets (issue 8)

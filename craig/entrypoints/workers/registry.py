@@ -31,4 +31,9 @@ def cleanup_loop(container: Container) -> Loop:
 
 
 def loops_for(container: Container) -> list[Loop]:
-    return [cleanup_loop(container)]
+    return [
+        cleanup_loop(container),
+        # outbox relay and inbox consumers (issue 4)
+        # attachment scanner (issue 5)
+        # partner send-job worker (issue 7)
+    ]
