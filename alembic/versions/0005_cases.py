@@ -1,10 +1,12 @@
-"""Cases, contacts and contact attachments (legacy form)
+"""Cases, contacts and contact attachments (attachments in their legacy, pre-seed form)
 
 Revision ID: 0005
 Revises: 0004
 """
 
 from __future__ import annotations
+
+from alembic import op
 
 revision = "0005"
 down_revision = "0004"
@@ -13,8 +15,36 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    op.execute(
+        """
+        CREATE TABLE cases (
+            id          UUID PRIMARY KEY,
+            title       TEXT NOT NULL CHECK (length(title) BETWEEN 1 AND 300),
+            family_name TEXT,
+            opened_at   TIMESTAMPTZ NOT NULL,
+            created_by  UUID NOT NULL,
+            created_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+        )
+        """
+    )
+    op.execute("CREATE INDEX idx_cases_created_by ON cases (created_by, created_at DESC)")
+    op.execute("CREATE INDEX idx_cases_created_at ON cases (created_at DESC, id DESC)")
+    op.execute(
+        """
+        CREATE TABLE case_assignments (
+            case_id     UUID NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+            worker_sub  UUID NOT NULL,
+            assigned_by UUID NOT NULL,
+            assigned_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (case_id, worker_sub)
+        )
+        """
+    )
+    op.execute("CREATE INDEX idx_case_assignments_worker ON case_assignments (worker_sub)")
+    # contacts and contact_attachments (issue 5)
 
 
 def downgrade() -> None:
-    pass
+    # contacts and contact_attachments (issue 5)
+    op.execute("DROP TABLE case_assignments")
+    op.execute("DROP TABLE cases")

@@ -1,17 +1,36 @@
-"""Ports: Cases, contacts and contact attachments."""
+"""Ports: cases, contacts and contact attachments."""
 
 from __future__ import annotations
 
 from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.cases import Case
+from craig.domain.pages import Page, PageRequest
 
 
 class CaseRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.cases``. Every method runs in the unit of work's transaction."""
+
+    async def add(self, case: Case) -> None: ...
+
+    async def get(self, case_id: UUID) -> Case | None:
+        """The case with its assigned workers, or None."""
+        ...
+
+    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[Case]:
+        """Cases the principal may see (``craig.domain.cases.can_see``), newest first."""
+        ...
+
+    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
+        """Assign a worker; False when already assigned (idempotent)."""
+        ...
 
 
 class ContactRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.contacts`` (issue 5)."""
 
 
 class AttachmentRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.attachments`` (issue 5)."""

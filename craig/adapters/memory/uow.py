@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
 from craig.adapters.crypto.plaintext import PlaintextCipher
+from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from craig.adapters.postgres.cases import PostgresCaseRepository
 from craig.adapters.postgres.idempotency import PostgresIdempotencySlots
 from craig.adapters.postgres.outbox import PostgresOutboxWriter
 
@@ -15,6 +16,7 @@ def attach(uow: PostgresUnitOfWork) -> None:
     uow.outbox = PostgresOutboxWriter(uow)
     uow.idempotency = PostgresIdempotencySlots(uow)
     # cases, contacts, attachments (issue 5)
+    uow.cases = PostgresCaseRepository(uow)
     # foster homes and placements (issue 6)
     # partner exchange (issue 7)
     # intake referrals and rule sets (issue 8)

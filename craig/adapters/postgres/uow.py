@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
-from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
