@@ -27,9 +27,7 @@ def _url() -> str:
 
     settings = load_settings()
     if not settings.database.url:
-        raise SystemExit(
-            "alembic needs CRAIG_DATABASE__URL; for the embedded profile run `craig db upgrade` instead"
-        )
+        raise SystemExit("alembic needs CRAIG_DATABASE__URL; for the embedded profile run `craig db upgrade` instead")
     return settings.database.url
 
 

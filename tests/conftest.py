@@ -151,9 +151,7 @@ def s3_bucket(s3_server: SeaweedS3) -> Iterator[str]:
         yield name
     finally:
         doomed = [
-            DeleteObject(o.object_name)
-            for o in client.list_objects(name, recursive=True)
-            if o.object_name is not None
+            DeleteObject(o.object_name) for o in client.list_objects(name, recursive=True) if o.object_name is not None
         ]
         errors = list(client.remove_objects(name, doomed)) if doomed else []
         if errors:

@@ -54,9 +54,7 @@ def upgrade() -> None:
             ON event_outbox (aggregate_type, aggregate_id, seq) WHERE published_at IS NULL
         """
     )
-    op.execute(
-        "CREATE INDEX idx_event_outbox_published ON event_outbox (published_at) WHERE published_at IS NOT NULL"
-    )
+    op.execute("CREATE INDEX idx_event_outbox_published ON event_outbox (published_at) WHERE published_at IS NOT NULL")
     op.execute(
         """
         CREATE FUNCTION craig_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -115,9 +115,7 @@ def new_slot(request: ClaimRequest, now: datetime, ttl: timedelta, token: int = 
     )
 
 
-def decide_claim(
-    existing: Slot | None, request: ClaimRequest, now: datetime, ttl: timedelta
-) -> ClaimDecision:
+def decide_claim(existing: Slot | None, request: ClaimRequest, now: datetime, ttl: timedelta) -> ClaimDecision:
     """What a request should do with its slot, given the slot's current row."""
     if existing is None:
         return Claim(new_slot(request, now, ttl))
@@ -140,9 +138,7 @@ class ClaimLost(DomainError):
 
 def _check_owner(slot: Slot, token: int) -> None:
     if slot.status is not SlotStatus.PROCESSING or slot.claim_token != token:
-        raise ClaimLost(
-            f"idempotency slot is now {slot.status} with token {slot.claim_token}; this claim held {token}"
-        )
+        raise ClaimLost(f"idempotency slot is now {slot.status} with token {slot.claim_token}; this claim held {token}")
 
 
 def finalize_succeeded(slot: Slot, token: int, response: StoredResponse, now: datetime) -> Slot:

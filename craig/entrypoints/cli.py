@@ -5,6 +5,8 @@
     craig db upgrade [REV] | db downgrade REV      migrations
     craig token --sub UUID --role ROLE --name NAME [--ttl SECONDS]
     craig status                                   queues, backlogs, slots
+    craig dlx list [--limit N]                     dead-lettered events
+    craig dlx replay (--id ID ... | --all) [--limit N]
     craig config                                   the settings reference
 
 Every command reads the same settings (``CRAIG_*``) and data dir. A startup problem prints one
@@ -65,6 +67,16 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--name", required=True)
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
 
+    dlx = sub.add_parser("dlx", help="dead-lettered events")
+    dlx_sub = dlx.add_subparsers(dest="dlx_command", required=True)
+    listing = dlx_sub.add_parser("list", help="list dead letters, oldest first")
+    listing.add_argument("--limit", type=int, default=100)
+    replay = dlx_sub.add_parser("replay", help="send dead letters back to their queue, fresh retry budget")
+    which = replay.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", dest="ids", action="append", type=uuid.UUID, help="an event id (repeatable)")
+    which.add_argument("--all", action="store_true", help="every dead letter")
+    replay.add_argument("--limit", type=int, default=1000)
+
     sub.add_parser("status", help="a summary for operators")
     sub.add_parser("config", help="print every setting with its default")
     return parser
@@ -94,6 +106,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from craig.entrypoints.http.app import create_app
+    from craig.entrypoints.workers.messaging import consumers_running
     from craig.entrypoints.workers.runner import workers_running
 
     container = bootstrap()
@@ -101,6 +114,8 @@ def _serve(args: argparse.Namespace) -> int:
     lifespans: list[Any] = []
     if settings.run_workers_in_process:
         lifespans.append(lambda _app: workers_running(container))
+    else:  # per-instance caches still need their broadcast events (rule-set invalidation)
+        lifespans.append(lambda _app: consumers_running(container, broadcast_only=True))
     app = create_app(container, lifespans=lifespans)
     host = args.host or settings.http.host
     port = args.port or settings.http.port
@@ -191,6 +206,43 @@ def _status(args: argparse.Namespace) -> int:
         return 0
 
     return _run(run())
+
+
+@command("dlx")
+def _dlx(args: argparse.Namespace) -> int:
+    container = bootstrap()
+
+    async def run() -> int:
+        async with running(container):
+            operations = container.dead_letter_operations()
+            if args.dlx_command == "list":
+                letters = await operations.peek(args.limit)
+            else:
+                letters = await operations.replay(None if args.all else args.ids, args.limit)
+        verb = "replayed" if args.dlx_command == "replay" else "dead letters"
+        print(f"{len(letters)} {verb}")
+        for letter in letters:
+            first = letter.first_failed_at.isoformat() if letter.first_failed_at else "-"
+            print(
+                f"{letter.event_id}  {letter.event_type:<40} queue={letter.queue} retries={letter.retry_count} "
+                f"first_failed_at={first}\n    last_error: {letter.last_error}"
+            )
+        return 0
+
+    return _run(run())
+
+
+@command("keys")
+def _keys(args: argparse.Namespace) -> int:
+    from craig.entrypoints.keys import rotate
+
+    container = bootstrap()
+    if args.batch_size is not None:
+        if args.batch_size < 1:
+            print("craig: --batch-size must be at least 1", file=sys.stderr)
+            return 2
+        container.rotate_keys.add_kwargs(batch_size=args.batch_size)
+    return _run(rotate(container))
 
 
 @command("config")

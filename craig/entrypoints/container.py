@@ -23,17 +23,23 @@ from dependency_injector import containers, providers
 
 from craig.adapters.clock import SystemClock
 from craig.adapters.crypto.plaintext import PlaintextCipher
+from craig.adapters.inprocess.bus import InboxDeadLetters, InProcessBus
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
+from craig.adapters.memory.inbox import MemoryInboxStore
 from craig.adapters.memory.outbox import MemoryOutboxRelayStore
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
+from craig.adapters.postgres.inbox import PostgresInboxStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.rabbit.bus import RabbitEventBus
+from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
 from craig.entrypoints.settings import Settings
+from craig.usecases.dead_letters import DeadLetterOperations
 
 EMBEDDED_DATABASE = "craig"
 LISTEN_CHANNELS = ("craig_outbox", "craig_idempotency")
@@ -97,6 +103,36 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(MemoryOutboxRelayStore, db=memory_database),
         embedded=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
         production=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
+    )
+
+    # --- events: inbox, bus, dead letters (issue 4) -------------------------------------------
+    inbox_store = providers.Selector(
+        profile,
+        memory=providers.Singleton(MemoryInboxStore, db=memory_database),
+        embedded=providers.Singleton(PostgresInboxStore, database=postgres),
+        production=providers.Singleton(PostgresInboxStore, database=postgres),
+    )
+    event_bus = providers.Selector(
+        profile,
+        memory=providers.Singleton(InProcessBus, inbox=inbox_store),
+        embedded=providers.Singleton(InProcessBus, inbox=inbox_store),
+        production=providers.Singleton(
+            RabbitEventBus,
+            url=settings.provided.broker.url,
+            events_exchange=settings.provided.broker.events_exchange,
+            dlx_exchange=settings.provided.broker.dlx_exchange,
+            queue_prefix=settings.provided.broker.queue_prefix,
+            instance_id=instance_id,
+        ),
+    )
+    dead_letters = providers.Selector(
+        profile,
+        memory=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
+        embedded=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
+        production=providers.Singleton(RabbitDeadLetters, bus=event_bus),
+    )
+    dead_letter_operations = providers.Factory(
+        DeadLetterOperations, dead_letters=dead_letters, uow_factory=uow.provider
     )
 
     # --- cases, contacts, attachments (issue 5) --------------------------------------------

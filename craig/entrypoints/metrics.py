@@ -19,9 +19,7 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 http_requests = Counter(
     "craig_http_requests_total", "HTTP requests answered", ["method", "route", "status"], registry=REGISTRY
 )
-http_latency = Histogram(
-    "craig_http_request_seconds", "HTTP request latency", ["method", "route"], registry=REGISTRY
-)
+http_latency = Histogram("craig_http_request_seconds", "HTTP request latency", ["method", "route"], registry=REGISTRY)
 idempotency_outcomes = Counter(
     "craig_idempotency_outcomes_total", "Idempotent requests by outcome", ["outcome"], registry=REGISTRY
 )
@@ -44,9 +42,7 @@ inbox_dead_lettered = Counter(
     registry=REGISTRY,
 )
 dlx_messages = Gauge("craig_dlx_messages", "Dead-lettered messages awaiting an operator", registry=REGISTRY)
-idempotency_slots = Gauge(
-    "craig_idempotency_slots", "Idempotency slots by status", ["status"], registry=REGISTRY
-)
+idempotency_slots = Gauge("craig_idempotency_slots", "Idempotency slots by status", ["status"], registry=REGISTRY)
 
 Refresher = Callable[[], Awaitable[None]]
 

@@ -53,8 +53,7 @@ async def start_database(container: Container, *, schema: Schema) -> None:
         await database.ping()
     except PortError as error:
         raise StartupError(
-            f"cannot reach PostgreSQL ({database!r}): {error}; "
-            "check CRAIG_DATABASE__URL and that the server runs"
+            f"cannot reach PostgreSQL ({database!r}): {error}; check CRAIG_DATABASE__URL and that the server runs"
         ) from error
     if schema == "migrate":
         await asyncio.to_thread(migrations.upgrade_to_head, container.database_url())
@@ -71,8 +70,7 @@ async def check_schema(container: Container) -> None:
             current = None
     if current != head:
         raise StartupError(
-            f"database schema is at revision {current or 'none'} but this Craig needs {head}; "
-            "run `craig db upgrade`"
+            f"database schema is at revision {current or 'none'} but this Craig needs {head}; run `craig db upgrade`"
         )
 
 
@@ -98,11 +96,20 @@ async def running(container: Container, *, schema: Schema | None = None) -> Asyn
     try:
         if listener is not None:
             await listener.start()
+        if settings.profile is Profile.PRODUCTION:
+            await _reach_broker(container)
         yield container
     finally:
         if listener is not None:
             await listener.stop()
         await stop_database(container)
+
+
+async def _reach_broker(container: Container) -> None:
+    try:
+        await container.event_bus().connect([])
+    except PortError as error:
+        raise StartupError(f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs") from error
 
 
 def health_checks(container: Container) -> dict[str, HealthCheck]:
@@ -112,6 +119,8 @@ def health_checks(container: Container) -> dict[str, HealthCheck]:
         checks["database"] = container.postgres().ping
     else:
         checks["database"] = _memory_ping(container)
+    if container.settings().profile is Profile.PRODUCTION:
+        checks["broker"] = container.event_bus().ping
     return checks
 
 
@@ -137,4 +146,7 @@ def metric_refreshers(container: Container) -> list[metrics.Refresher]:
         oldest = stats.oldest_pending_created_at
         metrics.outbox_oldest_age.set((stats.now - oldest).total_seconds() if oldest else 0)
 
-    return [idempotency, outbox]
+    async def dead_letters() -> None:
+        metrics.dlx_messages.set(await container.dead_letters().count())
+
+    return [idempotency, outbox, dead_letters]

@@ -42,7 +42,5 @@ def with_dev_secrets(settings: Settings) -> Settings:
         auth = attrs.evolve(auth, jwt_secret=secret)
     key = settings.field_encryption_key
     if not key:
-        key = _read_or_create(
-            folder / "field_encryption_key", base64.b64encode(secrets.token_bytes(32)).decode()
-        )
+        key = _read_or_create(folder / "field_encryption_key", base64.b64encode(secrets.token_bytes(32)).decode())
     return attrs.evolve(settings, auth=auth, field_encryption_key=key)

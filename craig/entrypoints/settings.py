@@ -51,16 +51,12 @@ class HttpSettings:
     )
     cors_origins: str = _help("Comma-separated allowed CORS origins; empty disables CORS; `*` any.", "")
     cors_allow_credentials: bool = _help("Allow credentials in CORS requests (never with `*`).", False)
-    trusted_proxies: str = _help(
-        "Comma-separated proxy IPs whose X-Forwarded-For is trusted for client IPs.", ""
-    )
+    trusted_proxies: str = _help("Comma-separated proxy IPs whose X-Forwarded-For is trusted for client IPs.", "")
 
 
 @attrs.define
 class AuthSettings:
-    jwt_secret: str = _help(
-        "HS256 shared secret (>= 32 bytes in production). Embedded generates one.", "", repr=False
-    )
+    jwt_secret: str = _help("HS256 shared secret (>= 32 bytes in production). Embedded generates one.", "", repr=False)
     jwks_url: str = _help("JWKS URL for RS256/ES256 tokens (production). Disables HS256.", "")
     issuer: str = _help("Required `iss` claim.", "craig")
     audience: str = _help("Required `aud` claim.", "craig-api")
@@ -112,6 +108,8 @@ class OutboxSettings:
 @attrs.define
 class InboxSettings:
     retention_days: float = _help("Processed inbox rows are purged after this.", 7.0)
+    backoff_base_seconds: float = _help("First redelivery delay; doubles per retry (5 retries).", 1.0)
+    backoff_cap_seconds: float = _help("Longest redelivery delay.", 60.0)
 
 
 @attrs.define
@@ -134,9 +132,7 @@ class ExchangeSettings:
 class IntakeSettings:
     require_captcha: bool = _help("Require a captcha token on public intake.", False)
     captcha_secret: str = _help("Captcha siteverify secret, or `disabled`.", "disabled", repr=False)
-    captcha_verify_url: str = _help(
-        "hCaptcha/Turnstile-compatible siteverify URL.", "https://hcaptcha.com/siteverify"
-    )
+    captcha_verify_url: str = _help("hCaptcha/Turnstile-compatible siteverify URL.", "https://hcaptcha.com/siteverify")
     rate_limit_per_minute: int = _help("Referrals accepted per client IP per minute.", 10)
 
 
@@ -220,9 +216,7 @@ def _convert(raw: str, annotation: Any, name: str) -> Any:
         try:
             return annotation(raw.strip())
         except ValueError:
-            raise SettingsError(
-                f"{name}={raw!r} is not a number; set it to a {annotation.__name__}"
-            ) from None
+            raise SettingsError(f"{name}={raw!r} is not a number; set it to a {annotation.__name__}") from None
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         allowed = ", ".join(str(m.value) for m in annotation)
         try:

@@ -35,9 +35,19 @@ async def outbox_section(container: Container) -> dict[str, Any]:
     }
 
 
+async def inbox_section(container: Container) -> dict[str, Any]:
+    stats = await container.inbox_store().stats()
+    return {
+        "retrying deliveries": stats.retrying,
+        "failed (dead-lettered) in inbox": stats.dead,
+        "dead letters awaiting replay (DLX)": await container.dead_letters().count(),
+    }
+
+
 SECTIONS: dict[str, Section] = {
     "idempotency": idempotency_section,
     "outbox": outbox_section,
+    "inbox": inbox_section,
     # inbox / DLX (issue 4), attachments (issue 5), placements (issue 6), send jobs (issue 7)
 }
 

@@ -1,9 +1,79 @@
-"""Ports: The idempotent inbox."""
+"""Ports of the idempotent inbox (seed: ``event_inbox``, ``handle_idempotently``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+from craig.domain.events import EventEnvelope
+
+
+@attrs.frozen(kw_only=True)
+class InboxRecord:
+    consumer: str
+    event_id: UUID
+    envelope: EventEnvelope | None
+    queue: str | None
+    received_at: datetime
+    processed_at: datetime | None
+    failed_at: datetime | None
+    error_count: int
+    last_error: str | None
+    first_failed_at: datetime | None
 
 
 class InboxRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.inbox``: the inbox row of one (consumer, event), inside the unit of work.
+
+    The row is locked from :meth:`begin_attempt` to commit, so two deliveries of one event to one
+    consumer never run at the same time: the second waits, then sees it processed.
+    """
+
+    async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
+        """Insert the row if missing, lock it, stamp ``attempt_started_at``; return it."""
+        ...
+
+    async def mark_processed(self, consumer: str, event_id: UUID) -> None: ...
+
+    async def record_failure(
+        self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
+    ) -> InboxRecord:
+        """``error_count + 1``, ``last_error``, ``first_failed_at`` (kept once set) and either
+        ``next_attempt_at = now + retry_in`` or, when ``retry_in`` is None, ``failed_at = now``."""
+        ...
+
+    async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
+        """A fresh retry budget for a dead letter: error_count 0, failed_at cleared, due now."""
+        ...
+
+
+@attrs.frozen
+class InboxStats:
+    retrying: int
+    dead: int
+    processed: int
+
+
+class InboxStore(Protocol):
+    """Inbox operations in their own transactions (queues of the in-process bus, operators)."""
+
+    async def enqueue(self, consumer: str, envelope: EventEnvelope, queue: str) -> bool:
+        """Record a delivery due now; False when (consumer, event) is already known."""
+        ...
+
+    async def claim_due(self, consumers: Sequence[str], limit: int, lease: timedelta) -> list[InboxRecord]:
+        """Rows due for (re)delivery, oldest first, leased (``next_attempt_at = now + lease``) with
+        ``FOR UPDATE SKIP LOCKED`` so concurrent claimers never share one."""
+        ...
+
+    async def dead_letters(self, limit: int) -> list[InboxRecord]:
+        """Dead-lettered rows, in their original order."""
+        ...
+
+    async def stats(self) -> InboxStats: ...
+
+    async def purge_processed(self, older_than: timedelta, batch_size: int) -> int: ...

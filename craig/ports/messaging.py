@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
+from uuid import UUID
 
 import attrs
 
@@ -37,10 +39,105 @@ class Subscription:
     handler: EventHandler
     broadcast: bool = False
 
+    def inbox_consumer(self, instance_id: str) -> str:
+        """The inbox key: shared by all instances, or one per instance for a broadcast."""
+        return f"{self.consumer}@{instance_id}" if self.broadcast else self.consumer
+
 
 class Publisher(Protocol):
     """Publishes an envelope to the events exchange; returns only once the broker confirmed it."""
 
     async def publish(self, envelope: EventEnvelope) -> None:
         """Raises :class:`craig.ports.errors.BrokerUnavailable` when the publish is not confirmed."""
+        ...
+
+
+# --- consuming -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Acknowledge:
+    """Done (processed now, or before): remove the message."""
+
+
+@attrs.frozen
+class RedeliverLater:
+    """Deliver again after ``delay`` (broker-side; the consumer never sleeps holding it)."""
+
+    delay: timedelta
+    retry_count: int
+    error: str
+    first_failed_at: datetime | None
+
+
+@attrs.frozen
+class SendToDeadLetters:
+    """Give up: publish to the dead-letter exchange with the retry headers, then remove it."""
+
+    retry_count: int
+    error: str
+    first_failed_at: datetime | None
+
+
+DeliveryOutcome = Acknowledge | RedeliverLater | SendToDeadLetters
+#: What a bus calls for each message of a subscription, with the queue it came from (the inbox
+#: use case, wired by the composition root).
+Delivery = Callable[[EventEnvelope, str], Awaitable[DeliveryOutcome]]
+
+
+class EventBus(Publisher, Protocol):
+    """A broker: publishes events and delivers them to subscriptions with retry and DLX semantics.
+
+    Each non-broadcast subscription is one durable queue shared by every instance (competing
+    consumers); a broadcast subscription gets one queue per instance. A delivery that asks to be
+    redelivered comes back after its delay; one sent to dead letters lands on the DLX with the
+    headers ``x-original-queue``, ``x-retry-count``, ``x-last-error`` and ``x-first-failed-at``.
+    """
+
+    async def connect(self, subscriptions: Sequence[Subscription]) -> None:
+        """Connect and declare the topology, including the durable queues of every shared
+        subscription (so events published before its consumers start are kept); raises
+        ``BrokerUnavailable`` naming the broker."""
+        ...
+
+    async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
+        """Start delivering; returns once consuming has started."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> None:
+        """Raise ``BrokerUnavailable`` when the broker cannot be reached."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class DeadLetterInfo:
+    event_id: UUID
+    event_type: str
+    consumer: str
+    queue: str
+    retry_count: int
+    last_error: str
+    first_failed_at: datetime | None
+
+
+class DeadLetterQueue(Protocol):
+    """What the dead-letter exchange holds, for operators (``craig dlx``)."""
+
+    async def peek(self, limit: int) -> list[DeadLetterInfo]:
+        """Dead letters in their original order, without removing them."""
+        ...
+
+    async def count(self) -> int: ...
+
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
+    ) -> list[DeadLetterInfo]:
+        """Send dead letters (those of ``event_ids``, or all) back to their original queue, in
+        their original order, at most ``limit``. ``before_requeue`` runs first for each (it gives
+        the inbox row a fresh retry budget); a letter is removed only once requeued."""
         ...

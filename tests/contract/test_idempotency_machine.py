@@ -58,16 +58,12 @@ def make_machine(kind: str, url: str | None) -> type[RuleBasedStateMachine]:
             self.loop.close()
 
         def request(self, fp: str) -> ClaimRequest:
-            return ClaimRequest(
-                cache_key=self.key, method="POST", path="/v1/x", user_sub=self.user, fingerprint=fp
-            )
+            return ClaimRequest(cache_key=self.key, method="POST", path="/v1/x", user_sub=self.user, fingerprint=fp)
 
         @rule(fp=st.sampled_from(["a", "b"]), ttl=st.sampled_from([LIVE, DEAD]))
         def claim(self, fp: str, ttl: timedelta) -> None:
             outcome = self.run(self.backend.idempotency.try_claim(self.request(fp), ttl))
-            reclaimable = self.status is SlotStatus.FAILED or (
-                self.status is SlotStatus.PROCESSING and not self.live
-            )
+            reclaimable = self.status is SlotStatus.FAILED or (self.status is SlotStatus.PROCESSING and not self.live)
             if self.status is None or (reclaimable and fp == self.fp):
                 assert isinstance(outcome, Claimed)
                 self.token += 1
@@ -129,6 +125,4 @@ def test_store_state_machine_memory() -> None:
 
 def test_store_state_machine_postgres(pg_url: str) -> None:
     machine = make_machine("postgres", pg_url)
-    run_state_machine_as_test(
-        machine, settings=settings(max_examples=12, stateful_step_count=15, deadline=None)
-    )
+    run_state_machine_as_test(machine, settings=settings(max_examples=12, stateful_step_count=15, deadline=None))

@@ -29,9 +29,7 @@ def request(fp: str = "fp-1", key: str | None = None, user: uuid.UUID | None = N
     )
 
 
-async def finalize(
-    backend: Backend, req: ClaimRequest, token: int, response: StoredResponse = RESPONSE
-) -> None:
+async def finalize(backend: Backend, req: ClaimRequest, token: int, response: StoredResponse = RESPONSE) -> None:
     uow = backend.uow()
     async with uow:
         await uow.idempotency.finalize_succeeded(req.cache_key, token, response)

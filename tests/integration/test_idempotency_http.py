@@ -50,9 +50,7 @@ class Api:
             return sum(1 for e in batch.events if e.envelope.aggregate_id == name)
 
 
-async def _api(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path, **sections: Any
-) -> AsyncIterator[Api]:
+async def _api(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **sections: Any) -> AsyncIterator[Api]:
     pg_url = request.getfixturevalue("pg_url") if kind == "postgres" else None
     async with serving(kind, tmp_path, pg_url, extra_v1_routes=probe.ROUTES, **sections) as (
         container,
@@ -170,9 +168,7 @@ async def test_4xx_outcome_is_final_and_replayed(api: Api) -> None:
     assert probe.EXECUTIONS[n] == 1
 
 
-async def test_large_body_is_replayed_empty_with_a_marker(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+async def test_large_body_is_replayed_empty_with_a_marker(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     async for api in _api("memory", request, tmp_path, idempotency=IdempotencySettings(max_body_bytes=100)):
         n, key = name(), name()
         first = await api.post(f"/v1/probe/{n}", {"pad": 500}, key)
@@ -193,9 +189,7 @@ async def test_losers_wait_for_the_winner_and_get_its_replay(api: Api) -> None:
     assert probe.EXECUTIONS[n] == 1
 
 
-async def test_losers_past_the_ceiling_get_409_with_retry_after(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+async def test_losers_past_the_ceiling_get_409_with_retry_after(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     policy = IdempotencySettings(claim_ttl_seconds=30, wait_ceiling_seconds=0.3)
     async for api in _api("postgres", request, tmp_path, idempotency=policy):
         n, key = name(), name()
@@ -210,9 +204,7 @@ async def test_losers_past_the_ceiling_get_409_with_retry_after(
 
 async def test_a_hundred_concurrent_duplicates_run_the_handler_once(pg_api: Api) -> None:
     n, key = name(), name()
-    responses = await asyncio.gather(
-        *(pg_api.post(f"/v1/probe/{n}", {"sleep": 0.2}, key) for _ in range(100))
-    )
+    responses = await asyncio.gather(*(pg_api.post(f"/v1/probe/{n}", {"sleep": 0.2}, key) for _ in range(100)))
     assert probe.EXECUTIONS[n] == 1
     assert await pg_api.effects(n) == 1
     assert all(r.status_code < 500 for r in responses)

@@ -61,9 +61,7 @@ async def test_pg_url_databases_are_isolated(pg_url: str, other_pg_url: str) -> 
 
 
 @pytest.mark.rabbit
-async def test_rabbit_publish_and_get_on_the_unique_exchange(
-    rabbit_url: str, broker_names: BrokerNames
-) -> None:
+async def test_rabbit_publish_and_get_on_the_unique_exchange(rabbit_url: str, broker_names: BrokerNames) -> None:
     connection = await aio_pika.connect(rabbit_url)
     async with connection:
         channel = await connection.channel()
@@ -81,9 +79,7 @@ async def test_rabbit_publish_and_get_on_the_unique_exchange(
 
 @pytest.mark.s3
 def test_s3_put_stat_and_missing_key(s3_server: SeaweedS3, s3_bucket: str) -> None:
-    client = Minio(
-        s3_server.endpoint, access_key=s3_server.access_key, secret_key=s3_server.secret_key, secure=False
-    )
+    client = Minio(s3_server.endpoint, access_key=s3_server.access_key, secret_key=s3_server.secret_key, secure=False)
     data = b"attachment bytes"
     client.put_object(s3_bucket, "cases/1/a.txt", io.BytesIO(data), len(data), content_type="text/plain")
     stat = client.stat_object(s3_bucket, "cases/1/a.txt")

@@ -29,6 +29,8 @@ from craig.entrypoints.settings import (
 from craig.entrypoints.tokens import mint
 
 JWT_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
+#: base64 of 32 fixed bytes: field encryption is on (encryption_mode=required) in tests too.
+FIELD_KEY = "Y3JhaWctdGVzdC1maWVsZC1lbmNyeXB0aW9uLWtleSE="
 
 
 def test_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sections: Any) -> Settings:
@@ -39,7 +41,7 @@ def test_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sectio
         log_json=False,
         auth=AuthSettings(jwt_secret=JWT_SECRET),
         database=DatabaseSettings(url=pg_url or ""),
-        field_encryption_key="",
+        field_encryption_key=FIELD_KEY,
     )
     return attrs.evolve(base, **sections)
 

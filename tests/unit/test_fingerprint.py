@@ -25,22 +25,16 @@ json_values = st.recursive(
     | st.integers(-(10**12), 10**12)
     | st.text(max_size=8)
     | st.floats(allow_nan=False, allow_infinity=False, width=32),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
     max_leaves=12,
 )
 
 
 @given(value=st.dictionaries(st.text(max_size=5), json_values, max_size=6), indent=st.sampled_from([None, 2]))
-def test_json_fingerprint_ignores_key_order_and_whitespace(
-    value: dict[str, object], indent: int | None
-) -> None:
+def test_json_fingerprint_ignores_key_order_and_whitespace(value: dict[str, object], indent: int | None) -> None:
     forward = json.dumps(value, indent=indent).encode()
     backward = json.dumps(dict(reversed(list(value.items()))), separators=(",", ":")).encode()
-    assert fingerprint("application/json", forward) == fingerprint(
-        "application/json; charset=utf-8", backward
-    )
+    assert fingerprint("application/json", forward) == fingerprint("application/json; charset=utf-8", backward)
 
 
 @given(number=st.integers(-1000, 1000))

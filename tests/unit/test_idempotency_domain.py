@@ -94,9 +94,7 @@ class ClaimMachine(RuleBasedStateMachine):
         owners = [
             token
             for token in self.issued
-            if self.slot is not None
-            and self.slot.status is SlotStatus.PROCESSING
-            and token == self.slot.claim_token
+            if self.slot is not None and self.slot.status is SlotStatus.PROCESSING and token == self.slot.claim_token
         ]
         assert len(owners) <= 1
 

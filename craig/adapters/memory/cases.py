@@ -41,7 +41,5 @@ class MemoryCaseRepository(CaseRepository):
         case: Case | None = self.uow.tx.get(CASES, case_id)
         if case is None or worker_sub in case.assigned_workers:
             return False
-        self.uow.tx.put(
-            CASES, case_id, attrs.evolve(case, assigned_workers=case.assigned_workers | {worker_sub})
-        )
+        self.uow.tx.put(CASES, case_id, attrs.evolve(case, assigned_workers=case.assigned_workers | {worker_sub}))
         return True

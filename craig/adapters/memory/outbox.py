@@ -22,7 +22,7 @@ from craig.ports.outbox import (
 )
 
 if TYPE_CHECKING:
-    from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
+    from craig.adapters.memory.database import MemoryDatabase
     from craig.adapters.memory.uow import MemoryUnitOfWork
 
 TABLE = "event_outbox"
@@ -60,54 +60,67 @@ class MemoryOutboxWriter(OutboxWriter):
 
 
 class _MemoryBatch(OutboxBatch):
-    def __init__(self, tx: MemoryTransaction, rows: list[OutboxRow]) -> None:
-        self._tx = tx
+    """Marks are buffered and applied in one transaction when the batch ends, like a COMMIT."""
+
+    def __init__(self, rows: list[OutboxRow]) -> None:
         self._events = [OutboxRecord(r.id, r.seq, r.envelope, r.attempts) for r in rows]
+        self.published: list[UUID] = []
+        self.failed: list[PublishFailure] = []
 
     @property
     def events(self) -> Sequence[OutboxRecord]:
         return self._events
 
     async def mark_published(self, ids: Sequence[UUID]) -> None:
-        now = self._tx.db.now()
-        for ident in ids:
-            row: OutboxRow = self._tx.get(TABLE, ident)
-            self._tx.put(TABLE, ident, attrs.evolve(row, published_at=now, last_error=None))
+        self.published.extend(ids)
 
     async def mark_failed(self, failures: Sequence[PublishFailure]) -> None:
-        now = self._tx.db.now()
-        for failure in failures:
-            row: OutboxRow = self._tx.get(TABLE, failure.id)
-            self._tx.put(
-                TABLE,
-                failure.id,
-                attrs.evolve(
-                    row,
-                    attempts=row.attempts + 1,
-                    last_error=failure.error,
-                    next_attempt_at=now + failure.retry_in,
-                ),
-            )
+        self.failed.extend(failures)
 
 
 class MemoryOutboxRelayStore(OutboxRelayStore):
+    """Claimed rows are "row-locked" in ``_locked`` for the life of the batch, so concurrent
+    claimers skip them (``SKIP LOCKED``) without holding the database lock while publishing."""
+
     def __init__(self, db: MemoryDatabase) -> None:
         self.db = db
+        self._locked: set[UUID] = set()
 
     @asynccontextmanager
     async def claim_batch(self, limit: int) -> AsyncIterator[OutboxBatch]:
         async with self.db.transaction() as tx:
             now = self.db.now()
-            pending: list[OutboxRow] = sorted(
-                tx.select(TABLE, lambda r: r.published_at is None), key=lambda r: r.seq
-            )
-            due = [r for r in pending if r.next_attempt_at <= now][:limit]
+            pending: list[OutboxRow] = sorted(tx.select(TABLE, lambda r: r.published_at is None), key=lambda r: r.seq)
+            due = [r for r in pending if r.next_attempt_at <= now and r.id not in self._locked][:limit]
             chosen = {r.id for r in due}
             oldest_outside: dict[tuple[str, str], int] = {}
             for row in pending:
                 if row.id not in chosen:
                     oldest_outside.setdefault(row.aggregate, row.seq)
-            yield _MemoryBatch(tx, publishable_in_order(due, oldest_outside))
+            rows = publishable_in_order(due, oldest_outside)
+            self._locked.update(chosen)
+        batch = _MemoryBatch(rows)
+        try:
+            yield batch
+            async with self.db.transaction() as tx:
+                now = self.db.now()
+                for ident in batch.published:
+                    row: OutboxRow = tx.get(TABLE, ident)
+                    tx.put(TABLE, ident, attrs.evolve(row, published_at=now, last_error=None))
+                for failure in batch.failed:
+                    row = tx.get(TABLE, failure.id)
+                    tx.put(
+                        TABLE,
+                        failure.id,
+                        attrs.evolve(
+                            row,
+                            attempts=row.attempts + 1,
+                            last_error=failure.error,
+                            next_attempt_at=now + failure.retry_in,
+                        ),
+                    )
+        finally:
+            self._locked.difference_update(chosen)
 
     async def wait_for_events(self, timeout: timedelta) -> None:
         await self.db.notifier.wait(CHANNEL, "", timeout)
@@ -115,10 +128,9 @@ class MemoryOutboxRelayStore(OutboxRelayStore):
     async def purge_published(self, older_than: timedelta, batch_size: int) -> int:
         async with self.db.transaction() as tx:
             cutoff = self.db.now() - older_than
-            doomed = [
-                r.id
-                for r in tx.select(TABLE, lambda r: r.published_at is not None and r.published_at < cutoff)
-            ][:batch_size]
+            doomed = [r.id for r in tx.select(TABLE, lambda r: r.published_at is not None and r.published_at < cutoff)][
+                :batch_size
+            ]
             for ident in doomed:
                 tx.delete(TABLE, ident)
             return len(doomed)

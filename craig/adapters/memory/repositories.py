@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from craig.adapters.memory.cases import MemoryCaseRepository
 from craig.adapters.memory.idempotency import MemoryIdempotencySlots
+from craig.adapters.memory.inbox import MemoryInboxRepository
 from craig.adapters.memory.outbox import MemoryOutboxWriter
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 def attach(uow: MemoryUnitOfWork) -> None:
     uow.outbox = MemoryOutboxWriter(uow)
     uow.idempotency = MemoryIdempotencySlots(uow)
+    uow.inbox = MemoryInboxRepository(uow)
     # cases, contacts, attachments (issue 5)
     uow.cases = MemoryCaseRepository(uow)
     # foster homes and placements (issue 6)

@@ -87,9 +87,7 @@ class PostgresCaseRepository(CaseRepository):
         async with db_errors():
             conn = self.uow.connection
             total = (await conn.execute(_COUNT, params)).scalar_one()
-            rows = (
-                await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})
-            ).mappings()
+            rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
             items = [_case(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 

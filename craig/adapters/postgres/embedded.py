@@ -114,9 +114,7 @@ class EmbeddedPostgres:
         if not self.is_running():
             return
         try:
-            self._run(
-                ["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop"], timeout=75
-            )
+            self._run(["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop"], timeout=75)
         except subprocess.CalledProcessError:
             if self.is_running():
                 raise
@@ -130,9 +128,7 @@ class EmbeddedPostgres:
         db = quote(database, safe="")
         if self.port:
             return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
-        return (
-            f"postgresql://postgres@/{db}?host={quote(str(self.socket_dir), safe='/')}&port={self._pg_port}"
-        )
+        return f"postgresql://postgres@/{db}?host={quote(str(self.socket_dir), safe='/')}&port={self._pg_port}"
 
     def ensure_database(self, name: str) -> None:
         """``CREATE DATABASE name`` unless it exists (the server must be running)."""
@@ -257,8 +253,7 @@ class EmbeddedPostgres:
         output = ""
         if isinstance(exc, subprocess.CalledProcessError | subprocess.TimeoutExpired):
             output = "".join(
-                o.decode(errors="replace") if isinstance(o, bytes) else (o or "")
-                for o in (exc.stdout, exc.stderr)
+                o.decode(errors="replace") if isinstance(o, bytes) else (o or "") for o in (exc.stdout, exc.stderr)
             ).strip()
         try:
             tail = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-20:])

@@ -164,9 +164,7 @@ class PostgresIdempotencyStore(IdempotencyStore):
     async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
         async with self.database.transaction() as conn:
             done = (
-                await conn.execute(
-                    _FINALIZE_FAILED, {"cache_key": cache_key, "token": token, "detail": detail[:2000]}
-                )
+                await conn.execute(_FINALIZE_FAILED, {"cache_key": cache_key, "token": token, "detail": detail[:2000]})
             ).first()
             if done is not None:
                 await conn.execute(_NOTIFY, {"cache_key": cache_key})

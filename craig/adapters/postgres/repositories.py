@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from craig.adapters.postgres.cases import PostgresCaseRepository
 from craig.adapters.postgres.idempotency import PostgresIdempotencySlots
+from craig.adapters.postgres.inbox import PostgresInboxRepository
 from craig.adapters.postgres.outbox import PostgresOutboxWriter
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 def attach(uow: PostgresUnitOfWork) -> None:
     uow.outbox = PostgresOutboxWriter(uow)
     uow.idempotency = PostgresIdempotencySlots(uow)
+    uow.inbox = PostgresInboxRepository(uow)
     # cases, contacts, attachments (issue 5)
     uow.cases = PostgresCaseRepository(uow)
     # foster homes and placements (issue 6)

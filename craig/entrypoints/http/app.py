@@ -135,9 +135,7 @@ def create_app(
             path="/api-doc",
             render_plugins=[JsonRenderPlugin()],
             components=Components(
-                security_schemes={
-                    "BearerAuth": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")
-                }
+                security_schemes={"BearerAuth": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")}
             ),
         ),
         lifespan=[lifespan],

@@ -20,9 +20,7 @@ class BearerAuthentication(AbstractAuthenticationMiddleware):
         super().__init__(app)
         self.verifier = verifier
 
-    async def authenticate_request(
-        self, connection: ASGIConnection[Any, Any, Any, Any]
-    ) -> AuthenticationResult:
+    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
         header = connection.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

@@ -57,9 +57,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         required = bool(handler and handler.opt.get(OPT_KEY) == "required")
         if key is None:
             if required:
-                await _answer(
-                    send, 400, "idempotency-key-required", "this route needs an Idempotency-Key header"
-                )
+                await _answer(send, 400, "idempotency-key-required", "this route needs an Idempotency-Key header")
                 return
             await next_app(scope, receive, send)
             return

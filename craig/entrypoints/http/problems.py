@@ -120,13 +120,9 @@ def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
             instance=request.url.path,
         )
     if isinstance(error, TransientConflict):
-        return problem(
-            409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"}
-        )
+        return problem(409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"})
     if isinstance(error, ConstraintViolation):
-        return problem(
-            409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})"
-        )
+        return problem(409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})")
     log.error("port error", error=str(error))
     return problem(500, "internal-error", "an internal error occurred", instance=request.url.path)
 
@@ -135,9 +131,7 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
     status = error.status_code
     headers = dict(error.headers or {})
     if isinstance(error, ProblemException):
-        return problem(
-            status, error.code, error.detail, headers=headers, extra=error.extra, instance=request.url.path
-        )
+        return problem(status, error.code, error.detail, headers=headers, extra=error.extra, instance=request.url.path)
     if isinstance(error, ValidationException):
         errors = error.extra if isinstance(error.extra, list) else []
         return problem(

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from craig.domain.constants import CLEANUP_INTERVAL, PURGE_BATCH_SIZE
 from craig.entrypoints.container import Container
+from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.runner import Loop
 from craig.usecases.cleanup import PurgeExpired, Retention
 
@@ -24,6 +25,11 @@ def cleanup_loop(container: Container) -> Loop:
                 container.outbox_relay_store().purge_published,
                 timedelta(days=settings.outbox.retention_days),
             ),
+            Retention(
+                "inbox",
+                container.inbox_store().purge_processed,
+                timedelta(days=settings.inbox.retention_days),
+            ),
         ],
         batch_size=PURGE_BATCH_SIZE,
     )
@@ -33,7 +39,8 @@ def cleanup_loop(container: Container) -> Loop:
 def loops_for(container: Container) -> list[Loop]:
     return [
         cleanup_loop(container),
-        # outbox relay and inbox consumers (issue 4)
+        # outbox relay (issue 4); the inbox consumers run in `workers_running`
+        relay_loop(container),
         # attachment scanner (issue 5)
         # partner send-job worker (issue 7)
     ]

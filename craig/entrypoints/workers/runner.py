@@ -48,9 +48,7 @@ class Loop:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                log.warning(
-                    "worker pass failed", worker=self.name, error=str(error), retry_in=str(error_delay)
-                )
+                log.warning("worker pass failed", worker=self.name, error=str(error), retry_in=str(error_delay))
                 await _wait_or_stop(stop, error_delay, _sleep)
                 error_delay = min(error_delay * 2, ERROR_BACKOFF_MAX)
                 continue
@@ -80,7 +78,16 @@ def build_loops(container: Container) -> list[Loop]:
 
 @asynccontextmanager
 async def workers_running(container: Container, loops: Sequence[Loop] | None = None) -> AsyncIterator[None]:
-    """Start the loops; on exit, signal stop and wait for them (bounded), then cancel."""
+    """Connect the bus and start every consumer, then the loops; on exit, signal stop and wait
+    for the loops (bounded), cancel stragglers, and close the bus."""
+    from craig.entrypoints.workers.messaging import consumers_running
+
+    async with consumers_running(container), _loops_running(container, loops):
+        yield
+
+
+@asynccontextmanager
+async def _loops_running(container: Container, loops: Sequence[Loop] | None) -> AsyncIterator[None]:
     stop = asyncio.Event()
     chosen = list(build_loops(container) if loops is None else loops)
     tasks = [asyncio.create_task(loop.run(stop), name=f"worker:{loop.name}") for loop in chosen]

@@ -1,0 +1,145 @@
+"""The in-process bus of the memory and embedded profiles.
+
+Its queues are the inbox table itself: publishing records a due delivery for every matching
+subscription (``INSERT ... ON CONFLICT DO NOTHING``), and each consumer loop claims due rows
+(``FOR UPDATE SKIP LOCKED`` with a lease) and delivers them in order. So a delivery survives a
+crash exactly like the event did, retries wait out their backoff in ``next_attempt_at``, and
+the dead letters are the inbox rows marked ``failed_at``. Same port, same retry and DLX
+semantics as RabbitMQ; no broker to install.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from uuid import UUID
+
+import structlog
+
+from craig.domain.events import EventEnvelope
+from craig.domain.routing import topic_matches
+from craig.ports.inbox import InboxRecord, InboxStore
+from craig.ports.messaging import (
+    DeadLetterInfo,
+    DeadLetterQueue,
+    Delivery,
+    EventBus,
+    Subscription,
+)
+
+log = structlog.get_logger(__name__)
+
+QUEUE_PREFIX = "inprocess"
+
+
+def queue_name(consumer: str) -> str:
+    return f"{QUEUE_PREFIX}.{consumer}"
+
+
+class InProcessBus(EventBus):
+    def __init__(
+        self,
+        inbox: InboxStore,
+        *,
+        poll_interval: timedelta = timedelta(seconds=1),
+        batch_size: int = 100,
+        lease: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self.inbox = inbox
+        self.poll_interval = poll_interval
+        self.batch_size = batch_size
+        self.lease = lease
+        self._routes: dict[str, tuple[str, ...]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def connect(self, subscriptions: Sequence[Subscription]) -> None:
+        for subscription in subscriptions:
+            self._routes[subscription.consumer] = subscription.event_types
+            self._wake.setdefault(subscription.consumer, asyncio.Event())
+
+    async def publish(self, envelope: EventEnvelope) -> None:
+        for consumer, patterns in self._routes.items():
+            if any(topic_matches(pattern, envelope.type) for pattern in patterns):
+                await self.inbox.enqueue(consumer, envelope, queue_name(consumer))
+                self._wake[consumer].set()
+
+    async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
+        await self.connect([subscription for subscription, _ in consumers])
+        for subscription, delivery in consumers:
+            task = asyncio.create_task(
+                self._run(subscription.consumer, delivery), name=f"inbox:{subscription.consumer}"
+            )
+            self._tasks.append(task)
+
+    async def _run(self, consumer: str, delivery: Delivery) -> None:
+        wake = self._wake[consumer]
+        while True:
+            try:
+                records = await self.inbox.claim_due([consumer], self.batch_size, self.lease)
+                for record in records:
+                    if record.envelope is not None:
+                        await delivery(record.envelope, record.queue or queue_name(consumer))
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the lease brings the rows back; keep consuming
+                log.warning("in-process delivery failed", consumer=consumer, error=str(error))
+                records = []
+            if not records:
+                wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), self.poll_interval.total_seconds())
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def ping(self) -> None:
+        return None
+
+
+def _info(record: InboxRecord) -> DeadLetterInfo:
+    return DeadLetterInfo(
+        event_id=record.event_id,
+        event_type=record.envelope.type if record.envelope else "unknown",
+        consumer=record.consumer,
+        queue=record.queue or queue_name(record.consumer),
+        retry_count=max(0, record.error_count - 1),
+        last_error=record.last_error or "",
+        first_failed_at=record.first_failed_at,
+    )
+
+
+class InboxDeadLetters(DeadLetterQueue):
+    """Dead letters of the in-process bus: inbox rows marked ``failed_at``."""
+
+    def __init__(self, inbox: InboxStore, wake: Callable[[str], None] | None = None) -> None:
+        self.inbox = inbox
+        self.wake = wake
+
+    async def peek(self, limit: int) -> list[DeadLetterInfo]:
+        return [_info(record) for record in await self.inbox.dead_letters(limit)]
+
+    async def count(self) -> int:
+        return (await self.inbox.stats()).dead
+
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
+    ) -> list[DeadLetterInfo]:
+        wanted = set(event_ids) if event_ids is not None else None
+        letters = [_info(r) for r in await self.inbox.dead_letters(1_000_000 if wanted else limit)]
+        chosen = [letter for letter in letters if wanted is None or letter.event_id in wanted][:limit]
+        for letter in chosen:
+            await before_requeue(letter)  # resetting the row IS the requeue
+            if self.wake is not None:
+                self.wake(letter.consumer)
+        return chosen

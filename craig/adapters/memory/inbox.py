@@ -1,0 +1,168 @@
+"""Memory adapters of the inbox ports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+import attrs
+
+from craig.adapters.memory.database import MemoryTransaction
+from craig.domain.events import EventEnvelope
+from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
+
+if TYPE_CHECKING:
+    from craig.adapters.memory.database import MemoryDatabase
+    from craig.adapters.memory.uow import MemoryUnitOfWork
+
+TABLE = "event_inbox"
+
+
+@attrs.frozen(kw_only=True)
+class InboxRow:
+    consumer: str
+    event_id: UUID
+    envelope: EventEnvelope | None
+    queue: str | None
+    received_at: datetime
+    next_attempt_at: datetime
+    sequence: int
+    processed_at: datetime | None = None
+    failed_at: datetime | None = None
+    error_count: int = 0
+    last_error: str | None = None
+    first_failed_at: datetime | None = None
+    attempt_started_at: datetime | None = None
+
+    def record(self) -> InboxRecord:
+        return InboxRecord(
+            consumer=self.consumer,
+            event_id=self.event_id,
+            envelope=self.envelope,
+            queue=self.queue,
+            received_at=self.received_at,
+            processed_at=self.processed_at,
+            failed_at=self.failed_at,
+            error_count=self.error_count,
+            last_error=self.last_error,
+            first_failed_at=self.first_failed_at,
+        )
+
+
+def _insert(tx: MemoryTransaction, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRow:
+    key = (consumer, envelope.id)
+    row: InboxRow | None = tx.get(TABLE, key)
+    if row is None:
+        now = tx.db.now()
+        row = InboxRow(
+            consumer=consumer,
+            event_id=envelope.id,
+            envelope=envelope,
+            queue=queue,
+            received_at=now,
+            next_attempt_at=now,
+            sequence=tx.db.next_sequence(),
+        )
+        tx.put(TABLE, key, row)
+    return row
+
+
+def _update(tx: MemoryTransaction, consumer: str, event_id: UUID, **changes: object) -> InboxRow:
+    row: InboxRow = tx.get(TABLE, (consumer, event_id))
+    updated = attrs.evolve(row, **changes)
+    tx.put(TABLE, (consumer, event_id), updated)
+    return updated
+
+
+class MemoryInboxRepository(InboxRepository):
+    def __init__(self, uow: MemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
+        tx = self.uow.tx
+        _insert(tx, consumer, envelope, queue)
+        return _update(tx, consumer, envelope.id, attempt_started_at=tx.db.now()).record()
+
+    async def mark_processed(self, consumer: str, event_id: UUID) -> None:
+        _update(self.uow.tx, consumer, event_id, processed_at=self.uow.tx.db.now())
+
+    async def record_failure(
+        self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
+    ) -> InboxRecord:
+        tx = self.uow.tx
+        now = tx.db.now()
+        row: InboxRow = tx.get(TABLE, (consumer, event_id))
+        changes: dict[str, object] = {
+            "error_count": row.error_count + 1,
+            "last_error": error,
+            "first_failed_at": row.first_failed_at or now,
+        }
+        if retry_in is None:
+            changes["failed_at"] = now
+        else:
+            changes["next_attempt_at"] = now + retry_in
+        return _update(tx, consumer, event_id, **changes).record()
+
+    async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
+        tx = self.uow.tx
+        row: InboxRow | None = tx.get(TABLE, (consumer, event_id))
+        if row is None or row.processed_at is not None:
+            return False
+        _update(tx, consumer, event_id, error_count=0, failed_at=None, next_attempt_at=tx.db.now())
+        return True
+
+
+class MemoryInboxStore(InboxStore):
+    def __init__(self, db: MemoryDatabase) -> None:
+        self.db = db
+
+    async def enqueue(self, consumer: str, envelope: EventEnvelope, queue: str) -> bool:
+        async with self.db.transaction() as tx:
+            known = tx.get(TABLE, (consumer, envelope.id)) is not None
+            _insert(tx, consumer, envelope, queue)
+            return not known
+
+    async def claim_due(self, consumers: Sequence[str], limit: int, lease: timedelta) -> list[InboxRecord]:
+        wanted = set(consumers)
+        async with self.db.transaction() as tx:
+            now = self.db.now()
+            due: list[InboxRow] = sorted(
+                tx.select(
+                    TABLE,
+                    lambda r: (
+                        r.consumer in wanted
+                        and r.processed_at is None
+                        and r.failed_at is None
+                        and r.next_attempt_at <= now
+                    ),
+                ),
+                key=lambda r: r.sequence,
+            )[:limit]
+            return [_update(tx, r.consumer, r.event_id, next_attempt_at=now + lease).record() for r in due]
+
+    async def dead_letters(self, limit: int) -> list[InboxRecord]:
+        async with self.db.transaction() as tx:
+            dead: list[InboxRow] = sorted(tx.select(TABLE, lambda r: r.failed_at is not None), key=lambda r: r.sequence)
+            return [r.record() for r in dead[:limit]]
+
+    async def stats(self) -> InboxStats:
+        async with self.db.transaction() as tx:
+            rows: list[InboxRow] = list(tx.rows(TABLE))
+        return InboxStats(
+            retrying=sum(1 for r in rows if r.processed_at is None and r.failed_at is None and r.error_count > 0),
+            dead=sum(1 for r in rows if r.failed_at is not None),
+            processed=sum(1 for r in rows if r.processed_at is not None),
+        )
+
+    async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
+        async with self.db.transaction() as tx:
+            cutoff = self.db.now() - older_than
+            doomed = [
+                (r.consumer, r.event_id)
+                for r in tx.select(TABLE, lambda r: r.processed_at is not None and r.processed_at < cutoff)
+            ][:batch_size]
+            for key in doomed:
+                tx.delete(TABLE, key)
+            return len(doomed)

@@ -1,0 +1,178 @@
+"""PostgreSQL adapters of the inbox ports (seed: ``event_inbox`` with its retry semantics)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
+from sqlalchemy.sql import bindparam
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.events import EventEnvelope
+from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.database import PostgresDatabase
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_COLUMNS = """consumer, event_id, envelope, queue, received_at, processed_at, failed_at, error_count,
+              last_error, first_failed_at"""
+
+_BEGIN = text(
+    f"""
+    INSERT INTO event_inbox (consumer, event_id, envelope, queue, attempt_started_at)
+    VALUES (:consumer, :event_id, :envelope, :queue, now())
+    ON CONFLICT (consumer, event_id) DO UPDATE SET attempt_started_at = now()
+    RETURNING {_COLUMNS}
+    """
+).bindparams(bindparam("envelope", type_=JSONB))
+_PROCESSED = text("UPDATE event_inbox SET processed_at = now() WHERE consumer = :consumer AND event_id = :event_id")
+_FAILURE = text(
+    f"""
+    UPDATE event_inbox
+       SET error_count = error_count + 1,
+           last_error = :error,
+           first_failed_at = coalesce(first_failed_at, now()),
+           failed_at = CASE WHEN CAST(:retry_in AS float8) IS NULL THEN now() END,
+           next_attempt_at = now() + make_interval(secs => coalesce(CAST(:retry_in AS float8), 0))
+     WHERE consumer = :consumer AND event_id = :event_id
+    RETURNING {_COLUMNS}
+    """
+)
+_RESET = text(
+    """
+    UPDATE event_inbox
+       SET error_count = 0, failed_at = NULL, next_attempt_at = now()
+     WHERE consumer = :consumer AND event_id = :event_id AND processed_at IS NULL
+    RETURNING event_id
+    """
+)
+_ENQUEUE = text(
+    """
+    INSERT INTO event_inbox (consumer, event_id, envelope, queue)
+    VALUES (:consumer, :event_id, :envelope, :queue)
+    ON CONFLICT (consumer, event_id) DO NOTHING
+    RETURNING event_id
+    """
+).bindparams(bindparam("envelope", type_=JSONB))
+_CLAIM = text(
+    f"""
+    UPDATE event_inbox i
+       SET next_attempt_at = now() + make_interval(secs => :lease)
+      FROM (SELECT consumer, event_id FROM event_inbox
+             WHERE consumer = ANY(:consumers) AND processed_at IS NULL AND failed_at IS NULL
+               AND next_attempt_at <= now()
+             ORDER BY received_at, event_id
+             LIMIT :limit
+               FOR UPDATE SKIP LOCKED) due
+     WHERE i.consumer = due.consumer AND i.event_id = due.event_id
+    RETURNING {", ".join("i." + c.strip() for c in _COLUMNS.split(","))}
+    """
+).bindparams(bindparam("consumers", type_=ARRAY(TEXT)))
+_DEAD = text(
+    f"""SELECT {_COLUMNS} FROM event_inbox WHERE failed_at IS NOT NULL
+        ORDER BY received_at, event_id LIMIT :limit"""
+)
+_STATS = text(
+    """
+    SELECT count(*) FILTER (WHERE processed_at IS NULL AND failed_at IS NULL AND error_count > 0) AS retrying,
+           count(*) FILTER (WHERE failed_at IS NOT NULL) AS dead,
+           count(*) FILTER (WHERE processed_at IS NOT NULL) AS processed
+      FROM event_inbox
+    """
+)
+_PURGE = text(
+    """
+    DELETE FROM event_inbox WHERE (consumer, event_id) IN (
+        SELECT consumer, event_id FROM event_inbox
+         WHERE processed_at IS NOT NULL AND processed_at < now() - make_interval(secs => :age)
+         LIMIT :batch)
+    """
+)
+
+
+def _record(row: Mapping[str, Any]) -> InboxRecord:
+    raw = row["envelope"]
+    envelope = EventEnvelope.from_json(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    return InboxRecord(
+        consumer=row["consumer"],
+        event_id=row["event_id"],
+        envelope=envelope,
+        queue=row["queue"],
+        received_at=row["received_at"],
+        processed_at=row["processed_at"],
+        failed_at=row["failed_at"],
+        error_count=row["error_count"],
+        last_error=row["last_error"],
+        first_failed_at=row["first_failed_at"],
+    )
+
+
+def _params(consumer: str, envelope: EventEnvelope, queue: str) -> dict[str, Any]:
+    return {"consumer": consumer, "event_id": envelope.id, "envelope": envelope.to_json(), "queue": queue}
+
+
+class PostgresInboxRepository(InboxRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_BEGIN, _params(consumer, envelope, queue))).mappings().one()
+        return _record(row)
+
+    async def mark_processed(self, consumer: str, event_id: UUID) -> None:
+        async with db_errors():
+            await self.uow.connection.execute(_PROCESSED, {"consumer": consumer, "event_id": event_id})
+
+    async def record_failure(
+        self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
+    ) -> InboxRecord:
+        params = {
+            "consumer": consumer,
+            "event_id": event_id,
+            "error": error,
+            "retry_in": None if retry_in is None else retry_in.total_seconds(),
+        }
+        async with db_errors():
+            row = (await self.uow.connection.execute(_FAILURE, params)).mappings().one()
+        return _record(row)
+
+    async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_RESET, {"consumer": consumer, "event_id": event_id})).first()
+        return row is not None
+
+
+class PostgresInboxStore(InboxStore):
+    def __init__(self, database: PostgresDatabase) -> None:
+        self.database = database
+
+    async def enqueue(self, consumer: str, envelope: EventEnvelope, queue: str) -> bool:
+        async with self.database.transaction() as conn:
+            return (await conn.execute(_ENQUEUE, _params(consumer, envelope, queue))).first() is not None
+
+    async def claim_due(self, consumers: Sequence[str], limit: int, lease: timedelta) -> list[InboxRecord]:
+        params = {"consumers": list(consumers), "limit": limit, "lease": lease.total_seconds()}
+        async with self.database.transaction() as conn:
+            rows = (await conn.execute(_CLAIM, params)).mappings().all()
+        return sorted((_record(r) for r in rows), key=lambda r: (r.received_at, r.event_id))
+
+    async def dead_letters(self, limit: int) -> list[InboxRecord]:
+        async with self.database.transaction() as conn:
+            return [_record(r) for r in (await conn.execute(_DEAD, {"limit": limit})).mappings()]
+
+    async def stats(self) -> InboxStats:
+        async with self.database.transaction() as conn:
+            row = (await conn.execute(_STATS)).mappings().one()
+        return InboxStats(retrying=row["retrying"], dead=row["dead"], processed=row["processed"])
+
+    async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
+        async with self.database.transaction() as conn:
+            result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
+            return int(result.rowcount or 0)

@@ -1,0 +1,274 @@
+"""The RabbitMQ bus (FastStream ``RabbitBroker``) of the production profile.
+
+Topology, per subscription ``c`` (queue prefix ``p``):
+
+* ``p.c``: the durable work queue, bound to the topic exchange (``craig.events``) once per
+  event-type pattern. Instances compete for its messages.
+* ``p.c.retry.N`` (N = 1..INBOX_MAX_RETRIES): durable delay queues without consumers. A failed
+  delivery is re-published there with a per-message TTL (the jittered backoff) and acked at
+  once — the consumer never sleeps holding a message. On expiry RabbitMQ dead-letters it back to
+  ``p.c`` through the default exchange. One queue per retry level keeps head-of-line blocking
+  within one level, whose delays differ at most by the jitter.
+* ``craig.dlx`` (topic) with the durable queue ``p.dead-letters`` bound to ``#``: poison
+  messages land there with ``x-original-queue``, ``x-retry-count``, ``x-last-error`` and
+  ``x-first-failed-at``, for ``craig dlx list`` / ``replay``.
+
+A broadcast subscription gets ``p.c.<instance>`` (auto-deleted) so every instance sees every
+event. Publishing waits for the broker's confirm and is persistent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from faststream import AckPolicy
+from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
+from faststream.rabbit.annotations import RabbitMessage
+from faststream.rabbit.schemas import Channel
+
+from craig.domain.constants import INBOX_MAX_RETRIES
+from craig.domain.events import EventEnvelope
+from craig.ports.errors import BrokerUnavailable
+from craig.ports.messaging import (
+    Acknowledge,
+    Delivery,
+    DeliveryOutcome,
+    EventBus,
+    RedeliverLater,
+    SendToDeadLetters,
+    Subscription,
+)
+
+log = structlog.get_logger(__name__)
+
+#: When the inbox itself cannot run (database down), the message comes back after this.
+INFRASTRUCTURE_RETRY = timedelta(seconds=5)
+MAX_HEADER_ERROR = 1000
+BROADCAST_QUEUE_EXPIRES_MS = 60 * 60 * 1000
+
+
+class RabbitEventBus(EventBus):
+    def __init__(
+        self,
+        url: str,
+        *,
+        events_exchange: str,
+        dlx_exchange: str,
+        queue_prefix: str,
+        instance_id: str,
+        prefetch: int = 32,
+        publish_timeout_seconds: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.prefix = queue_prefix
+        self.instance_id = instance_id
+        self.publish_timeout = publish_timeout_seconds
+        self.broker = RabbitBroker(
+            url,
+            log_level=logging.DEBUG,
+            default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True),
+            graceful_timeout=15.0,
+        )
+        self.events = RabbitExchange(events_exchange, type=ExchangeType.TOPIC, durable=True)
+        self.dlx = RabbitExchange(dlx_exchange, type=ExchangeType.TOPIC, durable=True)
+        self.dead_letter_queue = f"{queue_prefix}.dead-letters"
+        self._consumer_of: dict[str, str] = {}  # work queue -> inbox consumer key
+        self._connected = False
+
+    # --- names ------------------------------------------------------------------------------
+    def work_queue(self, subscription: Subscription) -> str:
+        base = f"{self.prefix}.{subscription.consumer}"
+        return f"{base}.{self.instance_id}" if subscription.broadcast else base
+
+    def retry_queue(self, work_queue: str, level: int) -> str:
+        return f"{work_queue}.retry.{min(max(level, 1), INBOX_MAX_RETRIES)}"
+
+    # --- lifecycle --------------------------------------------------------------------------
+    async def connect(self, subscriptions: Sequence[Subscription]) -> None:
+        try:
+            if not self._connected:
+                await self.broker.connect()
+                self._connected = True
+            await self.broker.declare_exchange(self.events)
+            await self.broker.declare_exchange(self.dlx)
+            dead = await self.broker.declare_queue(RabbitQueue(self.dead_letter_queue, durable=True))
+            await dead.bind(self.dlx.name, routing_key="#")
+            for subscription in subscriptions:
+                if not subscription.broadcast:
+                    await self._declare(subscription)
+        except BrokerUnavailable:
+            raise
+        except Exception as error:
+            raise BrokerUnavailable(f"cannot reach RabbitMQ ({_safe(self.url)}): {error}") from error
+
+    async def _declare(self, subscription: Subscription) -> RabbitQueue:
+        name = self.work_queue(subscription)
+        self._consumer_of[name] = subscription.inbox_consumer(self.instance_id)
+        extra: dict[str, Any] = {"x-expires": BROADCAST_QUEUE_EXPIRES_MS} if subscription.broadcast else {}
+        queue = RabbitQueue(name, durable=not subscription.broadcast, auto_delete=subscription.broadcast)
+        declared = await self.broker.declare_queue(queue)
+        for pattern in subscription.event_types:
+            await declared.bind(self.events.name, routing_key=pattern)
+        for level in range(1, INBOX_MAX_RETRIES + 1):
+            await self.broker.declare_queue(
+                RabbitQueue(
+                    self.retry_queue(name, level),
+                    durable=not subscription.broadcast,
+                    arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
+                )
+            )
+        return queue
+
+    async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
+        await self.connect([s for s, _ in consumers])
+        for subscription, delivery in consumers:
+            queue = await self._declare(subscription)
+            subscriber = self.broker.subscriber(
+                RabbitQueue(queue.name, durable=queue.durable, auto_delete=queue.auto_delete, declare=False),
+                ack_policy=AckPolicy.MANUAL,
+            )
+            subscriber(self._handler(queue.name, delivery))
+        try:
+            await self.broker.start()
+        except Exception as error:
+            raise BrokerUnavailable(f"cannot start consuming from RabbitMQ: {error}") from error
+
+    async def close(self) -> None:
+        await self.broker.stop()
+        self._connected = False
+
+    async def ping(self) -> None:
+        if not self._connected or not await self.broker.ping(timeout=3):
+            raise BrokerUnavailable(f"RabbitMQ ({_safe(self.url)}) does not answer")
+
+    # --- publishing -------------------------------------------------------------------------
+    async def publish(self, envelope: EventEnvelope) -> None:
+        headers = {"x-event-type": envelope.type, "x-source": envelope.source}
+        if envelope.correlation_id:
+            headers["x-correlation-id"] = str(envelope.correlation_id)
+        await self._send(
+            json.dumps(envelope.to_json()).encode(),
+            exchange=self.events,
+            routing_key=envelope.type,
+            message_id=str(envelope.id),
+            headers=headers,
+            correlation_id=str(envelope.correlation_id) if envelope.correlation_id else None,
+        )
+
+    async def _send(self, body: bytes, **kwargs: Any) -> None:
+        try:
+            await self.broker.publish(
+                body,
+                persist=True,
+                mandatory=False,
+                content_type="application/json",
+                timeout=self.publish_timeout,
+                **kwargs,
+            )
+        except Exception as error:
+            raise BrokerUnavailable(f"publish not confirmed: {type(error).__name__}: {error}") from error
+
+    async def publish_dlx(
+        self,
+        body: bytes,
+        *,
+        message_id: str | None,
+        headers: dict[str, Any],
+        original_queue: str,
+        retry_count: int,
+        last_error: str,
+        first_failed_at: datetime | None,
+    ) -> None:
+        """Seed: ``Publisher::publish_dlx``: the message and why it died, on the DLX."""
+        dead_headers = {
+            **_forwarded(headers),
+            "x-original-queue": original_queue,
+            "x-consumer": self._consumer_of.get(original_queue, original_queue.removeprefix(f"{self.prefix}.")),
+            "x-retry-count": retry_count,
+            "x-last-error": last_error[:MAX_HEADER_ERROR],
+            "x-first-failed-at": (first_failed_at or datetime.now().astimezone()).isoformat(),
+        }
+        await self._send(
+            body, exchange=self.dlx, routing_key=original_queue, message_id=message_id, headers=dead_headers
+        )
+
+    # --- consuming --------------------------------------------------------------------------
+    def _handler(self, queue: str, delivery: Delivery) -> Any:
+        async def handle(body: Any, message: RabbitMessage) -> None:
+            raw: bytes = message.raw_message.body
+            headers = dict(message.headers or {})
+            try:
+                envelope = EventEnvelope.from_json(json.loads(raw))
+            except Exception as error:  # a payload that does not parse: no retry can help
+                outcome: DeliveryOutcome = SendToDeadLetters(0, f"unparseable message: {error}", None)
+            else:
+                try:
+                    outcome = await delivery(envelope, queue)
+                except Exception as error:  # the inbox itself failed (database down)
+                    log.warning("delivery failed before the inbox recorded it", queue=queue, error=str(error))
+                    outcome = RedeliverLater(
+                        INFRASTRUCTURE_RETRY, int(headers.get("x-retry-count", 0)), str(error), None
+                    )
+            try:
+                await self._settle(queue, raw, message.message_id, headers, outcome)
+            except Exception as error:
+                log.warning("could not settle a message; it will be redelivered", queue=queue, error=str(error))
+                await message.nack(requeue=True)
+                return
+            await message.ack()
+
+        return handle
+
+    async def _settle(
+        self,
+        queue: str,
+        raw: bytes,
+        message_id: str | None,
+        headers: dict[str, Any],
+        outcome: DeliveryOutcome,
+    ) -> None:
+        if isinstance(outcome, Acknowledge):
+            return
+        if isinstance(outcome, RedeliverLater):
+            retry_headers = {
+                **headers,
+                "x-retry-count": outcome.retry_count,
+                "x-last-error": outcome.error[:MAX_HEADER_ERROR],
+            }
+            if outcome.first_failed_at:
+                retry_headers["x-first-failed-at"] = outcome.first_failed_at.isoformat()
+            await self._send(
+                raw,
+                queue=self.retry_queue(queue, outcome.retry_count),
+                message_id=message_id,
+                headers=retry_headers,
+                expiration=outcome.delay,
+            )
+            return
+        await self.publish_dlx(
+            raw,
+            message_id=message_id,
+            headers=headers,
+            original_queue=queue,
+            retry_count=outcome.retry_count,
+            last_error=outcome.error,
+            first_failed_at=outcome.first_failed_at,
+        )
+
+
+def _forwarded(headers: dict[str, Any]) -> dict[str, Any]:
+    """Headers that travel with a message, minus the per-attempt ones."""
+    return {k: v for k, v in headers.items() if not k.startswith(("x-retry", "x-last-error", "x-death"))}
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://{rest.split('@', 1)[1]}"
+    return url

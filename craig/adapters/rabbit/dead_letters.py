@@ -1,0 +1,120 @@
+"""The dead-letter queue on RabbitMQ, for ``craig dlx list`` and ``craig dlx replay``.
+
+Letters are read with ``basic.get`` without acknowledging; the ones not taken are returned with
+``nack(requeue=True)`` (RabbitMQ puts them back in place). A replayed letter is re-published to
+its original queue (through the default exchange) without its retry headers, and only then
+acknowledged, so a crash in between duplicates it rather than losing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from aio_pika.abc import AbstractIncomingMessage
+from faststream.rabbit import RabbitQueue
+
+from craig.adapters.rabbit.bus import RabbitEventBus, _forwarded
+from craig.ports.errors import BrokerUnavailable
+from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+
+#: Upper bound on letters read in one operation.
+MAX_SCAN = 100_000
+
+
+def _info(message: AbstractIncomingMessage, prefix: str) -> DeadLetterInfo:
+    headers: dict[str, Any] = dict(message.headers or {})
+    queue = str(headers.get("x-original-queue", ""))
+    try:
+        envelope = json.loads(message.body)
+        event_id = UUID(str(envelope["id"]))
+        event_type = str(envelope.get("type", "unknown"))
+    except Exception:
+        event_id = UUID(int=0)
+        event_type = "unparseable"
+    first = headers.get("x-first-failed-at")
+    return DeadLetterInfo(
+        event_id=event_id,
+        event_type=event_type,
+        consumer=str(headers.get("x-consumer") or queue.removeprefix(f"{prefix}.")),
+        queue=queue,
+        retry_count=int(headers.get("x-retry-count", 0)),
+        last_error=str(headers.get("x-last-error", "")),
+        first_failed_at=datetime.fromisoformat(str(first)) if first else None,
+    )
+
+
+class RabbitDeadLetters(DeadLetterQueue):
+    def __init__(self, bus: RabbitEventBus) -> None:
+        self.bus = bus
+
+    async def _queue(self) -> Any:
+        await self.bus.connect([])
+        return await self.bus.broker.declare_queue(RabbitQueue(self.bus.dead_letter_queue, durable=True))
+
+    async def count(self) -> int:
+        queue = await self._queue()
+        declared = await queue.declare()  # a fresh declare: the cached result is stale
+        return int(declared.message_count or 0)
+
+    async def _take_all(self, limit: int) -> list[AbstractIncomingMessage]:
+        queue = await self._queue()
+        taken: list[AbstractIncomingMessage] = []
+        while len(taken) < limit:
+            message = await queue.get(no_ack=False, fail=False)
+            if message is None:
+                break
+            taken.append(message)
+        return taken
+
+    async def peek(self, limit: int) -> list[DeadLetterInfo]:
+        taken = await self._take_all(MAX_SCAN)
+        try:
+            letters = sorted((_info(m, self.bus.prefix) for m in taken), key=lambda info: info.event_id)
+        finally:
+            for message in reversed(taken):
+                with contextlib.suppress(Exception):
+                    await message.nack(requeue=True)
+        return letters[:limit]
+
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
+    ) -> list[DeadLetterInfo]:
+        wanted = set(event_ids) if event_ids is not None else None
+        taken = await self._take_all(MAX_SCAN)
+        chosen: list[tuple[DeadLetterInfo, AbstractIncomingMessage]] = []
+        rest: list[AbstractIncomingMessage] = []
+        for message in taken:
+            info = _info(message, self.bus.prefix)
+            if (wanted is None or info.event_id in wanted) and info.queue:
+                chosen.append((info, message))
+            else:
+                rest.append(message)
+        chosen.sort(key=lambda pair: pair[0].event_id)  # UUIDv7: the original order
+        rest.extend(message for _, message in chosen[limit:])
+        done: list[DeadLetterInfo] = []
+        try:
+            for info, message in chosen[:limit]:
+                await before_requeue(info)
+                headers = {
+                    k: v
+                    for k, v in _forwarded(dict(message.headers or {})).items()
+                    if not k.startswith(("x-original-queue", "x-first-failed-at", "x-consumer"))
+                }
+                await self.bus._send(message.body, queue=info.queue, message_id=message.message_id, headers=headers)
+                await message.ack()
+                done.append(info)
+        except BrokerUnavailable:
+            raise
+        finally:
+            for message in reversed(rest):
+                with contextlib.suppress(Exception):
+                    await message.nack(requeue=True)
+        return done

@@ -1,0 +1,108 @@
+"""Wiring of event delivery: the outbox relay loop, and every subscription's consumer.
+
+A subscription's handler is wrapped in ``handle_idempotently`` on a fresh unit of work, and the
+inbox outcome becomes the bus's delivery outcome (ack, redeliver later, dead-letter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import structlog
+
+from craig.domain.events import EventEnvelope
+from craig.domain.inbox import RetryPolicy
+from craig.entrypoints import metrics
+from craig.entrypoints.container import Container
+from craig.entrypoints.workers.consumers import subscriptions_for
+from craig.entrypoints.workers.runner import Loop
+from craig.ports.messaging import (
+    Acknowledge,
+    Delivery,
+    DeliveryOutcome,
+    RedeliverLater,
+    SendToDeadLetters,
+    Subscription,
+)
+from craig.usecases.inbox import AlreadyHandled, DeadLettered, Processed, Retry, handle_idempotently
+from craig.usecases.relay import OutboxRelay
+
+log = structlog.get_logger(__name__)
+
+
+def retry_policy(container: Container) -> RetryPolicy:
+    settings = container.settings().inbox
+    return RetryPolicy(
+        base=timedelta(seconds=settings.backoff_base_seconds), cap=timedelta(seconds=settings.backoff_cap_seconds)
+    )
+
+
+def delivery_for(container: Container, subscription: Subscription) -> Delivery:
+    consumer = subscription.inbox_consumer(container.instance_id())
+    policy = retry_policy(container)
+
+    async def deliver(envelope: EventEnvelope, queue: str) -> DeliveryOutcome:
+        outcome = await handle_idempotently(
+            container.uow(), envelope, subscription.handler, consumer, queue, policy=policy
+        )
+        result: DeliveryOutcome
+        if isinstance(outcome, (Processed, AlreadyHandled)):
+            result = Acknowledge()
+        elif isinstance(outcome, Retry):
+            metrics.inbox_retries.labels(subscription.consumer).inc()
+            record = outcome.record
+            result = RedeliverLater(
+                outcome.decision.delay,
+                outcome.decision.retry_count,
+                record.last_error or "",
+                record.first_failed_at,
+            )
+        else:
+            assert isinstance(outcome, DeadLettered)
+            metrics.inbox_dead_lettered.labels(subscription.consumer).inc()
+            record = outcome.record
+            log.warning("event dead-lettered", consumer=consumer, event_id=str(envelope.id), error=record.last_error)
+            result = SendToDeadLetters(outcome.decision.retry_count, record.last_error or "", record.first_failed_at)
+        return result
+
+    return deliver
+
+
+@asynccontextmanager
+async def consumers_running(
+    container: Container, *, broadcast_only: bool = False, subscriptions: Sequence[Subscription] | None = None
+) -> AsyncIterator[None]:
+    """Connect the bus (declaring every durable queue) and start consuming."""
+    if subscriptions is None:
+        subscriptions = subscriptions_for(container)
+    chosen: Sequence[Subscription] = [s for s in subscriptions if s.broadcast or not broadcast_only]
+    bus = container.event_bus()
+    await bus.connect(subscriptions)
+    await bus.consume([(s, delivery_for(container, s)) for s in chosen])
+    try:
+        yield
+    finally:
+        await bus.close()
+
+
+def relay_loop(container: Container) -> Loop:
+    settings = container.settings().outbox
+    relay = OutboxRelay(container.outbox_relay_store(), container.event_bus(), batch_size=settings.batch_size)
+    store = container.outbox_relay_store()
+
+    async def run_once() -> bool:
+        report = await relay.drain_once()
+        if report.claimed:
+            metrics.outbox_batch_seconds.observe(report.seconds)
+            metrics.outbox_published.inc(report.published)
+            metrics.outbox_publish_failures.inc(report.failed)
+        return report.published > 0
+
+    return Loop(
+        "outbox-relay",
+        run_once,
+        timedelta(seconds=settings.poll_interval_seconds),
+        idle=store.wait_for_events,
+    )

@@ -1,0 +1,92 @@
+"""``handle_idempotently``: consume an event at most once per consumer, retry with backoff,
+dead-letter when retrying cannot help (seed: ``handle_idempotently`` / ``publish_dlx``).
+
+The handler runs in a savepoint inside the transaction that holds the inbox row's lock, so its
+database effects and the "processed" mark commit together, and a concurrent duplicate waits
+and then skips. On failure the handler's effects are rolled back and the failure is recorded in
+the same (still open) transaction. The caller (a broker adapter) turns the outcome into an ack,
+a delayed redelivery, or a message on the dead-letter exchange.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import attrs
+
+from craig.domain.events import EventEnvelope
+from craig.domain.inbox import DeadLetter, RetryLater, RetryPolicy, after_failure
+from craig.ports.inbox import InboxRecord
+from craig.ports.messaging import EventHandler, NonRetryable
+from craig.ports.unit_of_work import UnitOfWork
+
+MAX_ERROR_LENGTH = 2000
+
+
+@attrs.frozen
+class Processed:
+    pass
+
+
+@attrs.frozen
+class AlreadyHandled:
+    """Processed before, or dead-lettered: ack and skip."""
+
+    record: InboxRecord
+
+
+@attrs.frozen
+class Retry:
+    decision: RetryLater
+    record: InboxRecord
+
+
+@attrs.frozen
+class DeadLettered:
+    decision: DeadLetter
+    record: InboxRecord
+
+
+InboxOutcome = Processed | AlreadyHandled | Retry | DeadLettered
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
+
+
+async def handle_idempotently(
+    uow: UnitOfWork,
+    envelope: EventEnvelope,
+    handler: EventHandler,
+    consumer: str,
+    queue: str,
+    policy: RetryPolicy = RetryPolicy(),
+    jitter: Callable[[], float] = random.random,
+) -> InboxOutcome:
+    """Run ``handler`` for ``envelope`` once for ``consumer``; see the module docstring."""
+    async with uow:
+        record = await uow.inbox.begin_attempt(consumer, envelope, queue)
+        if record.processed_at is not None or record.failed_at is not None:
+            await uow.commit()
+            return AlreadyHandled(record)
+        try:
+            async with uow:
+                await handler(envelope, uow)
+                await uow.commit()
+        except Exception as error:
+            decision = after_failure(
+                record.error_count + 1,
+                retryable=not isinstance(error, NonRetryable),
+                jitter=jitter(),
+                policy=policy,
+            )
+            retry_in = decision.delay if isinstance(decision, RetryLater) else None
+            updated = await uow.inbox.record_failure(consumer, envelope.id, describe(error), retry_in=retry_in)
+            await uow.commit()
+            if isinstance(decision, RetryLater):
+                return Retry(decision, updated)
+            return DeadLettered(decision, updated)
+        await uow.inbox.mark_processed(consumer, envelope.id)
+        await uow.commit()
+        return Processed()

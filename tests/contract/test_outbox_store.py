@@ -1,0 +1,154 @@
+"""Contract of OutboxWriter + OutboxRelayStore, on every adapter (memory and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from craig.domain.events import EventEnvelope
+from craig.ports.outbox import PublishFailure
+from tests.support.backends import Backend
+
+pytestmark = pytest.mark.contract
+
+
+def event(aggregate: str = "a", n: int = 0) -> EventEnvelope:
+    return EventEnvelope(
+        id=uuid.uuid4(),
+        source="craig-tests",
+        type="tests.happened",
+        occurred_at=datetime.now(UTC),
+        payload={"n": n},
+        aggregate_type="test",
+        aggregate_id=aggregate,
+        correlation_id=uuid.uuid4(),
+    )
+
+
+async def stage(backend: Backend, *envelopes: EventEnvelope, commit: bool = True) -> None:
+    uow = backend.uow()
+    async with uow:
+        for envelope in envelopes:
+            await uow.outbox.stage(envelope)
+        if commit:
+            await uow.commit()
+
+
+async def test_committed_events_are_claimed_in_staging_order_with_their_envelope(backend: Backend) -> None:
+    staged = [event(f"agg-{n}", n) for n in range(5)]
+    await stage(backend, *staged[:3])
+    await stage(backend, *staged[3:])
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == staged
+        assert all(r.attempts == 0 for r in batch.events)
+
+
+async def test_rolled_back_events_do_not_exist(backend: Backend) -> None:
+    await stage(backend, event(), commit=False)
+    async with backend.outbox.claim_batch(10) as batch:
+        assert list(batch.events) == []
+    assert (await backend.outbox.stats()).pending == 0
+
+
+async def test_published_events_are_not_claimed_again(backend: Backend) -> None:
+    await stage(backend, event("x"), event("y"))
+    async with backend.outbox.claim_batch(10) as batch:
+        await batch.mark_published([r.id for r in batch.events])
+    async with backend.outbox.claim_batch(10) as batch:
+        assert list(batch.events) == []
+
+
+async def test_a_batch_that_raises_publishes_nothing(backend: Backend) -> None:
+    await stage(backend, event("x"))
+    with pytest.raises(RuntimeError):
+        async with backend.outbox.claim_batch(10) as batch:
+            await batch.mark_published([r.id for r in batch.events])
+            raise RuntimeError("relay died")
+    async with backend.outbox.claim_batch(10) as batch:
+        assert len(batch.events) == 1
+
+
+async def test_concurrent_batches_never_share_an_event(backend: Backend) -> None:
+    await stage(backend, *[event(f"agg-{n}", n) for n in range(10)])
+    first_claimed = asyncio.Event()
+    release = asyncio.Event()
+    seen: list[set[uuid.UUID]] = []
+
+    async def relay(hold: bool) -> None:
+        async with backend.outbox.claim_batch(6) as batch:
+            seen.append({r.id for r in batch.events})
+            if hold:
+                first_claimed.set()
+                await release.wait()
+            await batch.mark_published([r.id for r in batch.events])
+
+    holder = asyncio.create_task(relay(hold=True))
+    await first_claimed.wait()
+    await relay(hold=False)
+    release.set()
+    await holder
+    assert len(seen) == 2 and not (seen[0] & seen[1])
+    assert len(seen[0] | seen[1]) == 10
+
+
+async def test_younger_events_wait_while_an_older_event_of_their_aggregate_is_elsewhere(backend: Backend) -> None:
+    older, younger, other = event("X", 1), event("X", 2), event("Y", 1)
+    await stage(backend, older)
+    await stage(backend, younger, other)
+    holding = asyncio.Event()
+    release = asyncio.Event()
+
+    async def first_relay() -> None:
+        async with backend.outbox.claim_batch(1) as batch:
+            assert [r.envelope for r in batch.events] == [older]
+            holding.set()
+            await release.wait()
+            await batch.mark_published([r.id for r in batch.events])
+
+    task = asyncio.create_task(first_relay())
+    await holding.wait()
+    async with backend.outbox.claim_batch(10) as batch:
+        # X's younger event is held back; Y is free to go.
+        assert [r.envelope for r in batch.events] == [other]
+        await batch.mark_published([r.id for r in batch.events])
+    release.set()
+    await task
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [younger]
+
+
+async def test_failed_event_backs_off_and_blocks_its_aggregate_only(backend: Backend) -> None:
+    poison, after_poison, unrelated = event("P", 1), event("P", 2), event("Q", 1)
+    await stage(backend, poison, after_poison, unrelated)
+    async with backend.outbox.claim_batch(10) as batch:
+        ids = {r.envelope.id: r.id for r in batch.events}
+        await batch.mark_failed([PublishFailure(ids[poison.id], "broker said no", timedelta(seconds=0.5))])
+        await batch.mark_published([ids[unrelated.id]])
+    async with backend.outbox.claim_batch(10) as batch:
+        assert list(batch.events) == []  # poison is backing off; its younger sibling waits behind it
+    stats = await backend.outbox.stats()
+    assert stats.pending == 2 and stats.failing == 1
+    await backend.sleep(0.6)
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [poison, after_poison]
+        assert batch.events[0].attempts == 1
+
+
+async def test_purge_removes_published_rows_past_retention(backend: Backend) -> None:
+    await stage(backend, event("old"), event("pending"))
+    async with backend.outbox.claim_batch(1) as batch:
+        await batch.mark_published([r.id for r in batch.events])
+    await backend.sleep(0.3)
+    assert await backend.outbox.purge_published(timedelta(seconds=0.2), 100) == 1
+    assert (await backend.outbox.stats()).pending == 1
+
+
+async def test_waiting_relays_wake_when_events_commit(backend: Backend) -> None:
+    waiter = asyncio.create_task(backend.outbox.wait_for_events(timedelta(seconds=60)))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await stage(backend, event())
+    await asyncio.wait_for(waiter, 20)  # woken by NOTIFY; the bound only stops a hung test

@@ -1,0 +1,229 @@
+"""The event bus contract — outbox relay, inbox, retries, DLX, replay — on every bus: the
+in-process bus over the memory and the PostgreSQL inbox, and RabbitMQ (FastStream) for real."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from craig.domain.events import EventEnvelope
+from craig.entrypoints.container import Container
+from craig.entrypoints.workers.messaging import consumers_running, relay_loop
+from craig.entrypoints.workers.runner import _loops_running
+from craig.ports.messaging import NonRetryable, Subscription
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.events import stage_event
+from tests.support.buses import BUS_KINDS, bus_container
+
+pytestmark = pytest.mark.integration
+
+
+class Recorder:
+    """A consumer whose handler fails on demand and has a real database effect."""
+
+    def __init__(self, fail_times: int = 0, always: bool = False, poison: bool = False) -> None:
+        self.calls: Counter[uuid.UUID] = Counter()
+        self.fail_times = fail_times
+        self.always = always
+        self.poison = poison
+        self.done = asyncio.Event()
+
+    async def __call__(self, envelope: EventEnvelope, uow: UnitOfWork) -> None:
+        self.calls[envelope.id] += 1
+        if self.poison:
+            raise NonRetryable("payload makes no sense")
+        if self.always or self.calls[envelope.id] <= self.fail_times:
+            raise RuntimeError(f"attempt {self.calls[envelope.id]} failed")
+        await stage_event(uow, _effect(envelope))  # the handler's database effect
+        self.done.set()
+
+
+def _effect(cause: EventEnvelope) -> EventEnvelope:
+    return EventEnvelope(
+        id=uuid.uuid4(),
+        source="craig-tests",
+        type="effects.recorded",
+        occurred_at=datetime.now(UTC),
+        payload={"cause": str(cause.id)},
+        aggregate_type="effect",
+        aggregate_id=str(cause.id),
+        causation_id=cause.id,
+    )
+
+
+def _event(kind: str = "tests.happened", aggregate: str = "agg") -> EventEnvelope:
+    return EventEnvelope(
+        id=uuid.uuid4(),
+        source="craig-tests",
+        type=kind,
+        occurred_at=datetime.now(UTC),
+        payload={"x": 1},
+        aggregate_type="test",
+        aggregate_id=aggregate,
+    )
+
+
+async def _effects(container: Container, cause: uuid.UUID) -> int:
+    """Outbox rows (published or not) whose causation is ``cause``: the handler's effects."""
+    if container.settings().profile.value == "memory":
+        rows = container.memory_database().raw("event_outbox").values()
+        return sum(1 for r in rows if r.envelope.causation_id == cause)
+    async with container.postgres().connect() as conn:
+        result = await conn.execute(
+            text("SELECT count(*) FROM event_outbox WHERE envelope->>'causation_id' = :cause"), {"cause": str(cause)}
+        )
+        return int(result.scalar_one())
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 30) -> None:
+    """Poll until ``check`` holds (a bound that only stops a hung test, not a timing claim)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture(params=BUS_KINDS)
+async def bus(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Container]:
+    async with bus_container(request.param, request, tmp_path) as container:
+        yield container
+
+
+@pytest.fixture
+def register_queues(request: pytest.FixtureRequest) -> Callable[[Container, str], None]:
+    def register(container: Container, consumer: str) -> None:
+        bus = container.event_bus()
+        if hasattr(bus, "broker"):
+            names = request.getfixturevalue("broker_names")
+            names.queues.extend(
+                [f"{bus.prefix}.{consumer}", *(f"{bus.prefix}.{consumer}.retry.{n}" for n in range(1, 6))]
+            )
+
+    return register
+
+
+async def _publish_through_outbox(container: Container, *envelopes: EventEnvelope) -> None:
+    uow = container.uow()
+    async with uow:
+        for envelope in envelopes:
+            await stage_event(uow, envelope)
+        await uow.commit()
+
+
+async def test_an_event_staged_and_committed_is_delivered_once(bus: Container, register_queues) -> None:
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    envelope = _event()
+    async with consumers_running(bus, subscriptions=[subscription]), _loops_running(bus, [relay_loop(bus)]):
+        await _publish_through_outbox(bus, envelope)
+        await _eventually(lambda: _has_effect(bus, envelope.id), "delivery")
+    assert recorder.calls[envelope.id] == 1
+
+
+async def _has_effect(container: Container, cause: uuid.UUID) -> bool:
+    return await _effects(container, cause) == 1
+
+
+async def test_a_handler_failing_three_times_is_processed_once_with_error_count_3(
+    bus: Container, register_queues
+) -> None:
+    recorder = Recorder(fail_times=3)
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    envelope = _event()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(envelope)
+        await _eventually(lambda: _has_effect(bus, envelope.id), "processing after 3 failures")
+    assert recorder.calls[envelope.id] == 4
+    record = await _inbox_row(bus, "recorder", envelope)
+    assert record.processed_at is not None and record.error_count == 3 and record.failed_at is None
+
+
+async def _inbox_row(container: Container, consumer: str, envelope: EventEnvelope):  # type: ignore[no-untyped-def]
+    uow = container.uow()
+    async with uow:
+        record = await uow.inbox.begin_attempt(consumer, envelope, "peek")
+    return record  # the block was not committed: nothing changed
+
+
+async def test_an_always_failing_handler_is_retried_5_times_then_dead_lettered_and_replayable(
+    bus: Container, register_queues
+) -> None:
+    recorder = Recorder(always=True)
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    envelope = _event()
+    dead_letters = bus.dead_letters()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(envelope)
+        await _eventually(lambda: _count_is(dead_letters, 1), "a dead letter")
+        await asyncio.sleep(0.5)  # no further deliveries may follow
+        assert recorder.calls[envelope.id] == 6  # the first attempt and exactly 5 retries
+        letters = await dead_letters.peek(10)
+        assert len(letters) == 1
+        letter = letters[0]
+        assert letter.event_id == envelope.id and letter.retry_count == 5
+        assert "attempt 6 failed" in letter.last_error and letter.first_failed_at is not None
+        assert letter.queue
+        record = await _inbox_row(bus, "recorder", envelope)
+        assert record.failed_at is not None and record.error_count == 6
+
+        recorder.always = False
+        replayed = await bus.dead_letter_operations().replay(None, 10)
+        assert [r.event_id for r in replayed] == [envelope.id]
+        await _eventually(lambda: _has_effect(bus, envelope.id), "processing after replay")
+    assert await dead_letters.count() == 0
+    record = await _inbox_row(bus, "recorder", envelope)
+    assert record.processed_at is not None and record.failed_at is None
+
+
+async def _count_is(dead_letters, n: int) -> bool:  # type: ignore[no-untyped-def]
+    return await dead_letters.count() == n
+
+
+async def test_a_non_retryable_error_goes_to_the_dlx_at_once(bus: Container, register_queues) -> None:
+    recorder = Recorder(poison=True)
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    envelope = _event()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(envelope)
+        await _eventually(lambda: _count_is(bus.dead_letters(), 1), "a dead letter")
+        letters = await bus.dead_letters().peek(10)
+    assert recorder.calls[envelope.id] == 1
+    assert letters[0].retry_count == 0 and "NonRetryable" in letters[0].last_error
+
+
+async def test_a_duplicate_delivery_has_its_effects_once(bus: Container, register_queues) -> None:
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    envelope = _event()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(envelope)
+        await bus.event_bus().publish(envelope)  # e.g. a relay died between publish and commit
+        await _eventually(lambda: _has_effect(bus, envelope.id), "processing")
+        await asyncio.sleep(0.5)
+    assert await _effects(bus, envelope.id) == 1
+    assert recorder.calls[envelope.id] == 1
+
+
+async def test_events_nobody_subscribes_to_are_not_delivered(bus: Container, register_queues) -> None:
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(_event(kind="other.thing"))
+        wanted = _event()
+        await bus.event_bus().publish(wanted)
+        await _eventually(lambda: _has_effect(bus, wanted.id), "processing")
+    assert list(recorder.calls) == [wanted.id]
