@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,13 +46,20 @@ RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
 # -- PostgreSQL -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a PostgreSQL server's ``postgres`` database (superuser ``postgres``)."""
-    url, stop = postgres_for_tests(tmp_path_factory.mktemp("services"))
+def pg_server_url() -> Iterator[str]:
+    """URL of a PostgreSQL server's ``postgres`` database (superuser ``postgres``).
+
+    Its data dir is a private temporary folder of this session, not pytest's ``tmp_path``: pytest
+    resets the mode of its own base folder and prunes old ones, which concurrent sessions would
+    do under a running server's feet."""
+    root = Path(tempfile.mkdtemp(prefix="craig-test-pg-"))
+    root.chmod(0o755)
+    url, stop = postgres_for_tests(root)
     try:
         yield url
     finally:
         stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -131,14 +140,16 @@ def broker_names(rabbit_url: str) -> Iterator[BrokerNames]:
 
 # -- S3 ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+def s3_server() -> Iterator[SeaweedS3]:
     """A SeaweedFS S3 gateway on a free 127.0.0.1 port (``endpoint``, ``access_key``, ``secret_key``)."""
-    server = SeaweedS3(Path(tmp_path_factory.mktemp("seaweed")))
+    root = Path(tempfile.mkdtemp(prefix="craig-test-s3-"))
+    server = SeaweedS3(root)
     server.start()
     try:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,0 +1,66 @@
+"""Services for benchmarks: a fresh migrated PostgreSQL database and the RabbitMQ URL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+from craig.adapters.postgres.database import libpq_dsn
+from craig.adapters.postgres.embedded import EmbeddedPostgres
+from craig.adapters.postgres.migrations import upgrade_to_head
+
+RABBIT_URL = os.environ.get("CRAIG_BENCH_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/")
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A migrated database on CRAIG_BENCH_DATABASE_URL's server, or on an embedded PostgreSQL 18."""
+    server_url = os.environ.get("CRAIG_BENCH_DATABASE_URL")
+    root: Path | None = None
+    server: EmbeddedPostgres | None = None
+    if not server_url:
+        root = Path(tempfile.mkdtemp(prefix="craig-bench-pg-"))
+        root.chmod(0o755)
+        server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
+        server.start()
+        server_url = server.url("postgres")
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade_to_head(url)
+        yield url
+    finally:
+        _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+        if server is not None:
+            server.stop()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _admin(url: str, sql: str) -> None:
+    import asyncio
+
+    async def run() -> None:
+        conn = await asyncpg.connect(libpq_dsn(url))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def rabbit_available() -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", 5672)) == 0

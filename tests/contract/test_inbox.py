@@ -1,0 +1,117 @@
+"""Contract of InboxRepository + InboxStore, on every adapter (memory and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from craig.domain.events import EventEnvelope
+from tests.support.backends import Backend
+
+pytestmark = pytest.mark.contract
+
+
+def event() -> EventEnvelope:
+    return EventEnvelope(
+        id=uuid.uuid4(),
+        source="t",
+        type="tests.x",
+        occurred_at=datetime.now(UTC),
+        payload={},
+        aggregate_type="t",
+        aggregate_id="1",
+    )
+
+
+def inbox(backend: Backend):  # type: ignore[no-untyped-def]
+    from craig.adapters.memory.inbox import MemoryInboxStore
+    from craig.adapters.postgres.inbox import PostgresInboxStore
+
+    return MemoryInboxStore(backend.memory) if backend.memory else PostgresInboxStore(backend.postgres)
+
+
+async def test_attempt_then_processed(backend: Backend) -> None:
+    envelope = event()
+    uow = backend.uow()
+    async with uow:
+        record = await uow.inbox.begin_attempt("c", envelope, "q.c")
+        assert record.processed_at is None and record.error_count == 0 and record.envelope == envelope
+        await uow.inbox.mark_processed("c", envelope.id)
+        await uow.commit()
+    async with uow:
+        again = await uow.inbox.begin_attempt("c", envelope, "q.c")
+        assert again.processed_at is not None
+    async with uow:
+        other = await uow.inbox.begin_attempt("another-consumer", envelope, "q.other")
+        assert other.processed_at is None  # keyed by consumer and event
+
+
+async def test_failures_count_keep_first_failure_and_dead_letter(backend: Backend) -> None:
+    envelope = event()
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", envelope, "q.c")
+        first = await uow.inbox.record_failure("c", envelope.id, "boom 1", retry_in=timedelta(seconds=30))
+        await uow.commit()
+    await backend.sleep(0.05)
+    async with uow:
+        dead = await uow.inbox.record_failure("c", envelope.id, "boom 2", retry_in=None)
+        await uow.commit()
+    assert first.error_count == 1 and first.failed_at is None and first.first_failed_at is not None
+    assert dead.error_count == 2 and dead.failed_at is not None and dead.last_error == "boom 2"
+    assert dead.first_failed_at == first.first_failed_at
+    store = inbox(backend)
+    assert [r.event_id for r in await store.dead_letters(10)] == [envelope.id]
+    stats = await store.stats()
+    assert (stats.dead, stats.retrying) == (1, 0)
+    async with uow:
+        assert await uow.inbox.reset_for_replay("c", envelope.id)
+        await uow.commit()
+    assert await store.dead_letters(10) == []
+    assert [r.event_id for r in await store.claim_due(["c"], 10, timedelta(seconds=30))] == [envelope.id]
+
+
+async def test_enqueue_claim_lease_and_backoff(backend: Backend) -> None:
+    store = inbox(backend)
+    first, second = event(), event()
+    assert await store.enqueue("c", first, "q.c")
+    assert not await store.enqueue("c", first, "q.c")  # a duplicate delivery is absorbed
+    await store.enqueue("c", second, "q.c")
+    await store.enqueue("other", event(), "q.other")
+    claimed = await store.claim_due(["c"], 10, timedelta(seconds=0.3))
+    assert [r.event_id for r in claimed] == [first.id, second.id]
+    assert await store.claim_due(["c"], 10, timedelta(seconds=0.3)) == []  # leased
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", first, "q.c")
+        await uow.inbox.mark_processed("c", first.id)
+        await uow.inbox.begin_attempt("c", second, "q.c")
+        await uow.inbox.record_failure("c", second.id, "later", retry_in=timedelta(seconds=0.6))
+        await uow.commit()
+    await backend.sleep(0.35)
+    assert await store.claim_due(["c"], 10, timedelta(seconds=5)) == []  # backing off
+    await backend.sleep(0.35)
+    assert [r.event_id for r in await store.claim_due(["c"], 10, timedelta(seconds=5))] == [second.id]
+
+
+async def test_concurrent_claims_never_share_a_row(backend: Backend) -> None:
+    store = inbox(backend)
+    for _ in range(20):
+        await store.enqueue("c", event(), "q.c")
+    batches = await asyncio.gather(*(store.claim_due(["c"], 5, timedelta(seconds=30)) for _ in range(6)))
+    ids = [r.event_id for batch in batches for r in batch]
+    assert len(ids) == len(set(ids)) == 20
+
+
+async def test_purge_processed_rows(backend: Backend) -> None:
+    envelope = event()
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", envelope, "q.c")
+        await uow.inbox.mark_processed("c", envelope.id)
+        await uow.commit()
+    await backend.sleep(0.3)
+    assert await inbox(backend).purge_processed(timedelta(seconds=0.2), 100) == 1

@@ -1,0 +1,41 @@
+"""A relay in its own process, for the SIGKILL test: ``python -m tests.support.relay_process``.
+
+It drains the outbox of DB_URL to the exchange EXCHANGE on AMQP_URL, slowly (a pause per
+publish, so a kill lands mid-batch), printing one line per publish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
+from craig.adapters.rabbit.bus import RabbitEventBus
+from craig.domain.events import EventEnvelope
+from craig.usecases.relay import OutboxRelay
+
+
+class SlowPublisher:
+    def __init__(self, bus: RabbitEventBus) -> None:
+        self.bus = bus
+
+    async def publish(self, envelope: EventEnvelope) -> None:
+        await self.bus.publish(envelope)
+        print(f"published {envelope.id}", flush=True)
+        await asyncio.sleep(0.01)
+
+
+async def main(db_url: str, amqp_url: str, exchange: str, prefix: str) -> None:
+    database = PostgresDatabase(db_url)
+    bus = RabbitEventBus(
+        amqp_url, events_exchange=exchange, dlx_exchange=f"{exchange}.dlx", queue_prefix=prefix, instance_id="killme"
+    )
+    await bus.connect([])
+    relay = OutboxRelay(PostgresOutboxRelayStore(database), SlowPublisher(bus), batch_size=100, concurrency=1)
+    while (await relay.drain_once()).claimed:
+        pass
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))
