@@ -116,7 +116,7 @@ async def measure(base: str, requests: int, concurrency: int, rounds: int) -> No
 def main(requests: int, concurrency: int, rounds: int) -> None:
     with postgres_database() as url:
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "bench.idempotency_server", url, str(port)])
+        server = subprocess.Popen([sys.executable, "-m", "tests.support.probe_server", url, str(port)])
         try:
             asyncio.run(measure(f"http://127.0.0.1:{port}", requests, concurrency, rounds))
         finally:

@@ -7,10 +7,10 @@ import asyncio
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Response, post
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, JSONBody, Parameter
 
 from craig.domain.events import EventEnvelope
 from craig.entrypoints.http.dependencies import Me, UoW
@@ -32,13 +32,18 @@ def probe_event(name: str) -> EventEnvelope:
 
 @post("/probe/{name:str}", status_code=201)
 async def probe(
-    name: FromPath[str], data: JSONBody[dict[str, Any]], uow: UoW, principal: Me
+    name: FromPath[str],
+    data: JSONBody[dict[str, Any]],
+    uow: UoW,
+    principal: Me,
+    probe_sleep: Annotated[float, Parameter(header="x-probe-sleep")] = 0.0,
 ) -> Response[dict[str, Any]]:
+    """Sleeps ``data.sleep`` or the ``X-Probe-Sleep`` header (not part of the fingerprint)."""
     EXECUTIONS[name] += 1
     async with uow:
         await uow.outbox.stage(probe_event(name))
         await uow.commit()
-    await asyncio.sleep(float(data.get("sleep", 0)))
+    await asyncio.sleep(float(data.get("sleep", 0)) or probe_sleep)
     if data.get("fail"):
         raise RuntimeError("probe asked to fail")
     if data.get("status"):
