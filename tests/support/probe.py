@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from litestar import Response, post
-from litestar.params import FromPath, JSONBody, Parameter
+from litestar.params import FromPath, HeaderParameter, JSONBody
 
 from craig.domain.events import EventEnvelope
 from craig.entrypoints.http.dependencies import Me, UoW
@@ -36,7 +36,7 @@ async def probe(
     data: JSONBody[dict[str, Any]],
     uow: UoW,
     principal: Me,
-    probe_sleep: Annotated[float, Parameter(header="x-probe-sleep")] = 0.0,
+    probe_sleep: Annotated[float, HeaderParameter(name="x-probe-sleep")] = 0.0,
 ) -> Response[dict[str, Any]]:
     """Sleeps ``data.sleep`` or the ``X-Probe-Sleep`` header (not part of the fingerprint)."""
     EXECUTIONS[name] += 1
