@@ -1,4 +1,4 @@
-"""The event bus contract — outbox relay, inbox, retries, DLX, replay — on every bus: the
+"""Contract of the EventBus (publisher + consumers) — outbox relay, inbox, retries, DLX, replay —
 in-process bus over the memory and the PostgreSQL inbox, and RabbitMQ (FastStream) for real."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import stage_event
 from tests.support.buses import BUS_KINDS, bus_container
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.contract
 
 
 class Recorder:
