@@ -42,9 +42,45 @@ def upgrade() -> None:
     )
     op.execute("CREATE INDEX idx_case_assignments_worker ON case_assignments (worker_sub)")
     # contacts and contact_attachments (issue 5)
+    # contacts.summary holds ciphertext (uow.cipher); contact_attachments is in its legacy,
+    # pre-seed form: 0006 adds object_status.
+    op.execute(
+        """
+        CREATE TABLE contacts (
+            id           UUID PRIMARY KEY,
+            case_id      UUID NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+            contact_type TEXT NOT NULL,
+            occurred_at  TIMESTAMPTZ NOT NULL,
+            summary      TEXT NOT NULL,
+            created_by   UUID NOT NULL,
+            worker_name  TEXT NOT NULL,
+            created_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+        )
+        """
+    )
+    op.execute("CREATE INDEX idx_contacts_case ON contacts (case_id, occurred_at DESC, id DESC)")
+    op.execute(
+        """
+        CREATE TABLE contact_attachments (
+            id              UUID PRIMARY KEY,
+            contact_id      UUID NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            attachment_type TEXT,
+            file_name       TEXT NOT NULL,
+            content_type    TEXT NOT NULL,
+            file_size       BIGINT NOT NULL CHECK (file_size >= 0),
+            object_key      TEXT NOT NULL UNIQUE,
+            uploaded_by     UUID NOT NULL,
+            worker_name     TEXT NOT NULL,
+            created_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+        )
+        """
+    )
+    op.execute("CREATE INDEX idx_contact_attachments_contact ON contact_attachments (contact_id, created_at, id)")
 
 
 def downgrade() -> None:
     # contacts and contact_attachments (issue 5)
+    op.execute("DROP TABLE contact_attachments")
+    op.execute("DROP TABLE contacts")
     op.execute("DROP TABLE case_assignments")
     op.execute("DROP TABLE cases")

@@ -54,6 +54,31 @@ ATTACHMENT_MAX_BYTES: Final = 25 * 1024 * 1024
 ATTACHMENT_SCAN_GRACE: Final = timedelta(hours=1)
 ATTACHMENT_SCAN_INTERVAL: Final = timedelta(minutes=5)
 
+# --- Cases, contacts and attachments (issue 5) ----------------------------------------------
+#: Multipart framing accepted on top of ``attachments.max_bytes`` (boundaries, part headers,
+#: the ``attachment_type`` field): the upload route's own request body limit.
+ATTACHMENT_MULTIPART_OVERHEAD_BYTES: Final = 64 * 1024
+#: Longest stored file name in UTF-8 bytes: filesystems allow 255 per name, and the
+#: filesystem store needs room for its temporary suffix.
+ATTACHMENT_FILE_NAME_MAX_BYTES: Final = 200
+ATTACHMENT_TYPE_MAX_LENGTH: Final = 100
+#: Shortest grace a deployment may configure: younger pending uploads may still be writing.
+ATTACHMENT_SCAN_MIN_GRACE: Final = timedelta(minutes=1)
+#: Pending rows the scanner reconciles per registered table per pass.
+ATTACHMENT_SCAN_BATCH_SIZE: Final = 500
+#: Object keys the orphan sweep examines per pass; the next pass resumes after the last one.
+ATTACHMENT_ORPHAN_SWEEP_KEYS_PER_PASS: Final = 10_000
+#: Keys checked against the database in one query by the orphan sweep.
+ATTACHMENT_ORPHAN_CHECK_BATCH: Final = 1000
+ATTACHMENT_DOWNLOAD_CHUNK_BYTES: Final = 256 * 1024
+CONTACT_SUMMARY_MAX_LENGTH: Final = 20_000
+#: A contact may be dated this far in the future (clock skew of the worker's device).
+CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
+#: S3 client: fail fast on an unreachable endpoint, allow slow transfers, retry 5xx twice.
+OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
+OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
+OBJECT_STORE_RETRIES: Final = 2
+
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
 #: Refresh an OAuth2 token this long before it expires.
@@ -72,6 +97,63 @@ SEND_BACKOFF_SCHEDULE: Final = (
 )
 #: How long a claimed job is owned before another worker may take it back.
 SEND_LEASE: Final = timedelta(seconds=60)
+#: A partner's ``Retry-After`` longer than the backoff is honoured, up to this ceiling.
+SEND_RETRY_AFTER_CAP: Final = timedelta(hours=1)
+#: Expired leases a worker returns to the queue per pass, and how often it looks for them.
+SEND_RECOVER_BATCH: Final = 100
+SEND_RECOVER_INTERVAL: Final = timedelta(seconds=1)
+#: A claimed job whose partner has no rate-limit slot within this is given back to the queue
+#: (its attempt undone), so one slow-rate partner cannot occupy every dispatch slot for long.
+SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)
+#: Partner ids one exchange transaction may address; payload size it may carry.
+EXCHANGE_MAX_PARTNERS_PER_TRANSACTION: Final = 50
+EXCHANGE_MAX_PAYLOAD_BYTES: Final = 256 * 1024
+#: Token lifetime assumed when a partner's token endpoint omits ``expires_in``.
+PARTNER_TOKEN_DEFAULT_LIFETIME: Final = timedelta(minutes=5)
+#: How long a partner read (``fetch_page``) may wait for a rate-limit slot before a 503.
+PARTNER_READ_MAX_RATE_WAIT: Final = timedelta(seconds=5)
+#: Items of the partner's first records page shown in a partner's detail view.
+PARTNER_RECORDS_PREVIEW_SIZE: Final = 5
+
+# --- Foster homes and placements (issue 6) --------------------------------------------------
+#: Attempts of one placement transaction when PostgreSQL reports a deadlock or serialization
+#: failure; the last failure answers 409 ``concurrent-update`` (never a 5xx).
+PLACEMENT_TRANSACTION_MAX_ATTEMPTS: Final = 5
+#: Pause before retry n is n times this, scaled by a random factor in [1/2, 1].
+PLACEMENT_RETRY_BACKOFF: Final = timedelta(milliseconds=20)
+FOSTER_HOME_NAME_MAX_LENGTH: Final = 200
+#: Homes at capacity listed by name in ``craig status`` (the count is always exact).
+STATUS_FULL_HOMES_SHOWN: Final = 10
+
+# --- Public intake, triage rule sets, field encryption (issue 8) ---------------------------
+#: The rule set that scores every public referral (seeded by migration 0009).
+INTAKE_TRIAGE_RULE_SET: Final = "intake-triage"
+#: Largest ``POST /intake/referrals`` body: a form, never a file.
+INTAKE_MAX_BODY_BYTES: Final = 64 * 1024
+#: The window of ``intake.rate_limit_per_minute`` (GCRA: up to the limit at once, then evenly).
+INTAKE_RATE_WINDOW: Final = timedelta(minutes=1)
+#: How long the captcha provider's siteverify may take before intake answers 503.
+CAPTCHA_VERIFY_TIMEOUT: Final = timedelta(seconds=5)
+REPORTER_NAME_MAX_LENGTH: Final = 200
+REPORTER_EMAIL_MAX_LENGTH: Final = 254
+CHILD_FIRST_NAME_MAX_LENGTH: Final = 100
+#: Child welfare follows young people into extended care up to this age.
+CHILD_MAX_AGE_YEARS: Final = 21
+REFERRAL_CONCERN_MAX_LENGTH: Final = 5000
+REFERRAL_LOCATION_MAX_LENGTH: Final = 500
+#: Bounds of a rule document, so evaluating one stays cheap and its validation cannot be abused.
+RULE_SET_MAX_RULES: Final = 200
+RULE_CONDITION_MAX_DEPTH: Final = 16
+RULE_SET_MAX_CONDITIONS: Final = 2000
+RULE_VALUE_LIST_MAX_LENGTH: Final = 1000
+RULE_DECISION_MAX_LENGTH: Final = 200
+RULE_FACT_NAME_MAX_LENGTH: Final = 100
+#: Rule sets one instance keeps compiled in its decision cache (least recently used go first).
+RULE_CACHE_MAX_ENTRIES: Final = 1000
+#: Rows ``craig keys rotate`` re-encrypts per transaction.
+KEY_ROTATION_BATCH_SIZE: Final = 500
+#: Expired per-IP rate-limit rows removed per purge statement.
+RATE_LIMIT_PURGE_BATCH_SIZE: Final = 1000
 
 # --- Pagination -----------------------------------------------------------------------------
 DEFAULT_PAGE_SIZE: Final = 50

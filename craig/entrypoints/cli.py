@@ -8,6 +8,7 @@
     craig dlx list [--limit N]                     dead-lettered events
     craig dlx replay (--id ID ... | --all) [--limit N]
     craig config                                   the settings reference
+    craig keys rotate [--batch-size N]             re-encrypt fields under the newest key
 
 Every command reads the same settings (``CRAIG_*``) and data dir. A startup problem prints one
 line naming the setting or dependency and the fix, and exits 2.
@@ -79,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("status", help="a summary for operators")
     sub.add_parser("config", help="print every setting with its default")
+
+    keys = sub.add_parser("keys", help="field-encryption keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    rotate = keys_sub.add_parser("rotate", help="re-encrypt every encrypted column under the newest key")
+    rotate.add_argument("--batch-size", type=int, default=None, help="rows per transaction (default 500)")
     return parser
 
 
@@ -120,7 +126,11 @@ def _serve(args: argparse.Namespace) -> int:
     host = args.host or settings.http.host
     port = args.port or settings.http.port
     log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+    # proxy_headers=False: X-Forwarded-For is honoured only from CRAIG_HTTP__TRUSTED_PROXIES (issue 8),
+    # never by uvicorn's own default of trusting 127.0.0.1.
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 2
@@ -236,11 +246,11 @@ def _dlx(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from craig.entrypoints.keys import rotate
 
+    if args.batch_size is not None and args.batch_size < 1:
+        print("craig: --batch-size must be at least 1", file=sys.stderr)
+        return 2
     container = bootstrap()
     if args.batch_size is not None:
-        if args.batch_size < 1:
-            print("craig: --batch-size must be at least 1", file=sys.stderr)
-            return 2
         container.rotate_keys.add_kwargs(batch_size=args.batch_size)
     return _run(rotate(container))
 

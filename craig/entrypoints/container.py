@@ -18,28 +18,73 @@ passed at call time (``container.create_case(uow=request_uow)``). Tests override
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from dependency_injector import containers, providers
 
 from craig.adapters.clock import SystemClock
-from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.inprocess.bus import InboxDeadLetters, InProcessBus
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.adapters.memory.inbox import MemoryInboxStore
+from craig.adapters.memory.key_rotation import MemoryEncryptedColumnStore
+from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.adapters.memory.outbox import MemoryOutboxRelayStore
+from craig.adapters.memory.rate_limit import MemoryRateLimiter
 from craig.adapters.memory.uow import MemoryUnitOfWork
+from craig.adapters.objectstore.filesystem import FilesystemObjectStore
+from craig.adapters.objectstore.minio import MinioObjectStore
+from craig.adapters.partners.http import HttpPartnerGateway
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.inbox import PostgresInboxStore
+from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
+from craig.adapters.postgres.rate_limit import PostgresRateLimiter
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
+from craig.domain.attachments import UploadValidation
+from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
+from craig.entrypoints import metrics
+from craig.entrypoints.security_wiring import (
+    captcha_from,
+    encrypted_columns,
+    field_cipher_from,
+    field_encryptor_from,
+    intake_policy_from,
+)
 from craig.entrypoints.settings import Settings
+from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
+from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 from craig.usecases.dead_letters import DeadLetterOperations
+from craig.usecases.exchange import (
+    GetTransaction,
+    ListPartners,
+    RegisterPartner,
+    RetrySendJob,
+    SendJobBacklog,
+    StartTransaction,
+)
+from craig.usecases.intake import SubmitReferral
+from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
+from craig.usecases.placements import (
+    CreateFosterHome,
+    CreatePlacement,
+    GetFosterHome,
+    GetPlacement,
+    ListFosterHomes,
+    UpdatePlacement,
+)
+from craig.usecases.rotate_keys import RotateKeys
+from craig.usecases.rule_cache import RuleSetCache
+from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation, GetRuleSet, ListRuleSets
+from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.send_jobs import SendJobWorker
+from craig.usecases.send_policy import SendPolicy
 
 EMBEDDED_DATABASE = "craig"
 LISTEN_CHANNELS = ("craig_outbox", "craig_idempotency")
@@ -62,7 +107,10 @@ class Container(containers.DeclarativeContainer):
     profile = providers.Callable(_profile, settings)
     instance_id = providers.Singleton(_instance_id, settings)
     clock = providers.Singleton(SystemClock)
-    field_cipher = providers.Singleton(PlaintextCipher)
+    # encryption_mode + CRAIG_FIELD_ENCRYPTION_KEY (issue 8): AES-256-GCM key ring, or plaintext
+    # only when the mode is optional and no key is set.
+    field_encryptor = providers.Singleton(field_encryptor_from, settings)
+    field_cipher = providers.Singleton(field_cipher_from, field_encryptor, settings)
 
     # --- database ---------------------------------------------------------------------------
     memory_database = providers.Singleton(MemoryDatabase, clock=clock)
@@ -136,9 +184,118 @@ class Container(containers.DeclarativeContainer):
     )
 
     # --- cases, contacts, attachments (issue 5) --------------------------------------------
+    object_store = providers.Selector(
+        profile,
+        memory=providers.Singleton(MemoryObjectStore, clock=clock),
+        embedded=providers.Singleton(
+            FilesystemObjectStore, root=providers.Callable(lambda s: s.data_dir / "objects", settings)
+        ),
+        production=providers.Singleton(
+            MinioObjectStore,
+            endpoint=settings.provided.object_store.endpoint,
+            access_key=settings.provided.object_store.access_key,
+            secret_key=settings.provided.object_store.secret_key,
+            bucket=settings.provided.object_store.bucket,
+            secure=settings.provided.object_store.secure,
+            region=settings.provided.object_store.region,
+        ),
+    )
+    upload_validation = providers.Singleton(UploadValidation, max_bytes=settings.provided.attachments.max_bytes)
+    # Each is called with the request's unit of work: ``container.open_case(uow=uow)``.
+    open_case = providers.Factory(OpenCase, clock=clock)
+    get_case = providers.Factory(GetCase)
+    list_cases = providers.Factory(ListCases)
+    assign_worker = providers.Factory(AssignWorker, clock=clock)
+    record_contact = providers.Factory(RecordContact, clock=clock)
+    get_contact = providers.Factory(GetContact)
+    list_contacts = providers.Factory(ListContacts)
+    upload_attachment = providers.Factory(
+        UploadAttachment, object_store=object_store, clock=clock, validation=upload_validation
+    )
+    get_attachment = providers.Factory(GetAttachment)
+    list_attachments = providers.Factory(ListAttachments)
+    open_attachment = providers.Factory(OpenAttachment, object_store=object_store)
+    # A singleton: it remembers where its orphan sweep stopped.
+    attachment_scanner = providers.Singleton(
+        AttachmentScanner,
+        object_store=object_store,
+        uow_factory=uow.provider,
+        clock=clock,
+        grace=providers.Callable(lambda s: timedelta(seconds=s.attachments.scan_grace_seconds), settings),
+        tables=providers.Object(REGISTERED_TABLES),
+    )
     # --- foster homes and placements (issue 6) ------------------------------------------------
+    # Each is called with the request's unit of work: ``container.update_placement(uow=uow)``.
+    create_foster_home = providers.Factory(CreateFosterHome, clock=clock)
+    get_foster_home = providers.Factory(GetFosterHome)
+    list_foster_homes = providers.Factory(ListFosterHomes)
+    create_placement = providers.Factory(CreatePlacement, clock=clock)
+    get_placement = providers.Factory(GetPlacement)
+    update_placement = providers.Factory(UpdatePlacement, clock=clock)
     # --- partner exchange (issue 7) -----------------------------------------------------------
+    partner_gateway = providers.Singleton(
+        HttpPartnerGateway,
+        connect_timeout_seconds=settings.provided.exchange.connect_timeout_seconds,
+        read_timeout_seconds=settings.provided.exchange.read_timeout_seconds,
+        max_connections=settings.provided.exchange.max_connections,
+        on_token_refresh=providers.Object(metrics.exchange_token_refreshes.inc),
+    )
+    register_partner = providers.Factory(RegisterPartner, clock=clock)
+    list_partners = providers.Factory(ListPartners)
+    show_partner = providers.Factory(ShowPartner, gateway=partner_gateway)
+    read_partner_records = providers.Factory(ReadPartnerRecords, gateway=partner_gateway)
+    start_exchange_transaction = providers.Factory(StartTransaction, clock=clock)
+    get_exchange_transaction = providers.Factory(GetTransaction)
+    retry_send_job = providers.Factory(RetrySendJob)
+    send_job_backlog = providers.Factory(SendJobBacklog, uow=uow)
+    send_policy = providers.Factory(
+        SendPolicy,
+        lease=providers.Callable(lambda s: timedelta(seconds=s.exchange.lease_seconds), settings),
+        max_concurrency=settings.provided.exchange.max_concurrency,
+    )
+    send_job_worker = providers.Factory(
+        SendJobWorker,
+        uow_factory=uow.provider,
+        gateway=partner_gateway,
+        clock=clock,
+        policy=send_policy,
+        observer=providers.Object(metrics.observe_send_outcome),
+    )
     # --- intake, rule sets, field encryption (issue 8) --------------------------------------
+    captcha = providers.Singleton(captcha_from, settings)
+    rate_limiter = providers.Selector(
+        profile,
+        memory=providers.Singleton(MemoryRateLimiter, db=memory_database),
+        embedded=providers.Singleton(PostgresRateLimiter, database=postgres),
+        production=providers.Singleton(PostgresRateLimiter, database=postgres),
+    )
+    rule_cache = providers.Singleton(RuleSetCache)
+    submit_referral = providers.Factory(
+        SubmitReferral,
+        limiter=rate_limiter,
+        captcha=captcha,
+        cache=rule_cache,
+        clock=clock,
+        policy=providers.Singleton(intake_policy_from, settings),
+    )
+    create_rule_set = providers.Factory(CreateRuleSet, cache=rule_cache, instance_id=instance_id, clock=clock)
+    get_rule_set = providers.Factory(GetRuleSet)
+    list_rule_sets = providers.Factory(ListRuleSets)
+    evaluate_rule_set = providers.Factory(EvaluateRuleSet, cache=rule_cache)
+    evict_rule_cache = providers.Singleton(EvictOnInvalidation, cache=rule_cache, instance_id=instance_id)
+    encrypted_column_store = providers.Selector(
+        profile,
+        memory=providers.Singleton(MemoryEncryptedColumnStore, db=memory_database),
+        embedded=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
+        production=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
+    )
+    rotate_keys = providers.Factory(
+        RotateKeys,
+        store=encrypted_column_store,
+        rekeyer=field_encryptor,
+        columns=providers.Callable(encrypted_columns),
+        batch_size=KEY_ROTATION_BATCH_SIZE,
+    )
 
 
 def build_container(settings: Settings) -> Container:

@@ -44,6 +44,47 @@ inbox_dead_lettered = Counter(
 dlx_messages = Gauge("craig_dlx_messages", "Dead-lettered messages awaiting an operator", registry=REGISTRY)
 idempotency_slots = Gauge("craig_idempotency_slots", "Idempotency slots by status", ["status"], registry=REGISTRY)
 
+# attachments (issue 5)
+attachments_pending = Gauge(
+    "craig_attachments_pending", "Attachment rows still pending (blob not confirmed)", registry=REGISTRY
+)
+attachments_oldest_pending_age = Gauge(
+    "craig_attachments_oldest_pending_age_seconds", "Age of the oldest pending attachment row", registry=REGISTRY
+)
+attachment_orphans_removed = Counter(
+    "craig_attachment_orphans_removed_total", "Blobs without a row deleted by the scanner", registry=REGISTRY
+)
+attachment_scan_outcomes = Counter(
+    "craig_attachment_scan_outcomes_total",
+    "Pending rows settled by the scanner (present, missing, mismatched) and store errors",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+# partner exchange (issue 7)
+exchange_dispatches = Counter(
+    "craig_exchange_dispatches_total",
+    "Send-job dispatches by outcome (sent, retry, failed, deferred, lost)",
+    ["outcome"],
+    registry=REGISTRY,
+)
+exchange_dispatch_seconds = Histogram(
+    "craig_exchange_dispatch_seconds", "Time per send-job dispatch, rate-limit wait included", registry=REGISTRY
+)
+exchange_token_refreshes = Counter(
+    "craig_exchange_token_refreshes_total", "OAuth2 tokens fetched from partners", registry=REGISTRY
+)
+exchange_send_jobs = Gauge("craig_exchange_send_jobs", "Send jobs by status", ["status"], registry=REGISTRY)
+exchange_oldest_due_age = Gauge(
+    "craig_exchange_oldest_due_age_seconds", "How long the oldest due send job has waited", registry=REGISTRY
+)
+
+
+def observe_send_outcome(outcome: str, seconds: float) -> None:
+    exchange_dispatches.labels(outcome).inc()
+    exchange_dispatch_seconds.observe(seconds)
+
+
 Refresher = Callable[[], Awaitable[None]]
 
 

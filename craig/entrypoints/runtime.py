@@ -13,7 +13,9 @@ from sqlalchemy import text
 
 from craig.adapters.postgres import migrations
 from craig.entrypoints import metrics
+from craig.entrypoints.attachment_operations import attachment_backlog
 from craig.entrypoints.container import EMBEDDED_DATABASE, Container
+from craig.entrypoints.send_job_status import send_job_backlog
 from craig.entrypoints.settings import Profile
 from craig.ports.errors import PortError
 
@@ -96,6 +98,8 @@ async def running(container: Container, *, schema: Schema | None = None) -> Asyn
     try:
         if listener is not None:
             await listener.start()
+        if schema != "ignore":  # `craig db` touches only the schema: it needs no object store
+            await start_object_store(container)
         if settings.profile is Profile.PRODUCTION:
             await _reach_broker(container)
         yield container
@@ -112,6 +116,22 @@ async def _reach_broker(container: Container) -> None:
         raise StartupError(f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs") from error
 
 
+async def start_object_store(container: Container) -> None:
+    """Reach the object store and create its bucket (or directory) when missing (issue 5)."""
+    store = container.object_store()
+    try:
+        await store.prepare()
+    except PortError as error:
+        settings = container.settings()
+        if settings.profile is Profile.PRODUCTION:
+            raise StartupError(
+                f"cannot reach the S3 endpoint {settings.object_store.endpoint!r} "
+                f"(bucket {settings.object_store.bucket!r}): {error}; check CRAIG_OBJECT_STORE__ENDPOINT, "
+                "__ACCESS_KEY, __SECRET_KEY and __SECURE, and that the server runs"
+            ) from error
+        raise StartupError(f"the object store {store!r} is unusable: {error}") from error
+
+
 def health_checks(container: Container) -> dict[str, HealthCheck]:
     """Each dependency's check: raises when the dependency is down."""
     checks: dict[str, HealthCheck] = {}
@@ -121,6 +141,7 @@ def health_checks(container: Container) -> dict[str, HealthCheck]:
         checks["database"] = _memory_ping(container)
     if container.settings().profile is Profile.PRODUCTION:
         checks["broker"] = container.event_bus().ping
+    checks["object_store"] = lambda: container.object_store().ping()  # issue 5; resolved per check
     return checks
 
 
@@ -149,4 +170,4 @@ def metric_refreshers(container: Container) -> list[metrics.Refresher]:
     async def dead_letters() -> None:
         metrics.dlx_messages.set(await container.dead_letters().count())
 
-    return [idempotency, outbox, dead_letters]
+    return [idempotency, outbox, dead_letters, attachment_backlog(container), send_job_backlog(container)]

@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from craig.domain.constants import ATTACHMENT_SCAN_MIN_GRACE
+
 PREFIX = "CRAIG_"
 _IGNORED_PREFIXES = ("CRAIG_TEST_",)  # the test suite's own knobs
 
@@ -359,6 +361,87 @@ def _positive_limits(s: Settings) -> str | None:
     ):
         if value <= 0:
             return f"{name} must be positive (got {value}); remove it to use the default"
+    return None
+
+
+# --- cases, contacts, attachments (issue 5) -------------------------------------------------------
+@rule
+def _attachment_scanner_timing(s: Settings) -> str | None:
+    a = s.attachments
+    if a.scan_interval_seconds <= 0:
+        return f"CRAIG_ATTACHMENTS__SCAN_INTERVAL_SECONDS must be positive (got {a.scan_interval_seconds:g})"
+    if a.scan_grace_seconds < ATTACHMENT_SCAN_MIN_GRACE.total_seconds():
+        return (
+            f"CRAIG_ATTACHMENTS__SCAN_GRACE_SECONDS ({a.scan_grace_seconds:g}) is shorter than "
+            f"{ATTACHMENT_SCAN_MIN_GRACE.total_seconds():g}: the scanner would remove uploads still being "
+            "written; raise it (the default is 3600)"
+        )
+    return None
+
+
+# --- partner exchange (issue 7) ------------------------------------------------------------------
+@rule
+def _exchange_limits(s: Settings) -> str | None:
+    e = s.exchange
+    for name, value in (
+        ("CRAIG_EXCHANGE__CONNECT_TIMEOUT_SECONDS", e.connect_timeout_seconds),
+        ("CRAIG_EXCHANGE__READ_TIMEOUT_SECONDS", e.read_timeout_seconds),
+        ("CRAIG_EXCHANGE__MAX_CONNECTIONS", e.max_connections),
+        ("CRAIG_EXCHANGE__MAX_CONCURRENCY", e.max_concurrency),
+    ):
+        if value <= 0:
+            return f"{name} must be positive (got {value}); remove it to use the default"
+    if e.lease_seconds <= e.read_timeout_seconds + e.connect_timeout_seconds:
+        return (
+            f"CRAIG_EXCHANGE__LEASE_SECONDS ({e.lease_seconds:g}) must exceed the partner connect + read "
+            "timeouts, or a slow but live dispatch would be sent twice; raise it or lower the timeouts"
+        )
+    return None
+
+
+# --- intake, captcha, field encryption (issue 8) -------------------------------------------------
+@rule
+def _captcha_needs_a_secret(s: Settings) -> str | None:
+    secret = s.intake.captcha_secret.strip()
+    if s.intake.require_captcha and secret in ("", "disabled"):
+        shown = "'disabled'" if secret else "empty"
+        return f"require_captcha=true but captcha_secret is {shown} — set CRAIG_INTAKE__CAPTCHA_SECRET to a real secret"
+    if s.intake.require_captcha and not s.intake.captcha_verify_url.startswith(("https://", "http://")):
+        return "CRAIG_INTAKE__CAPTCHA_VERIFY_URL must be an http(s) URL of the provider's siteverify endpoint"
+    return None
+
+
+@rule
+def _intake_rate_limit(s: Settings) -> str | None:
+    if s.intake.rate_limit_per_minute < 1:
+        return (
+            f"CRAIG_INTAKE__RATE_LIMIT_PER_MINUTE must be at least 1 (got {s.intake.rate_limit_per_minute}); "
+            "remove it to use the default of 10"
+        )
+    return None
+
+
+@rule
+def _field_encryption_key(s: Settings) -> str | None:
+    from craig.adapters.crypto.policy import key_problem
+
+    if not s.field_encryption_key.strip() and s.profile is not Profile.PRODUCTION:
+        return None  # memory and embedded generate a key into $CRAIG_DATA_DIR/secrets at startup
+    return key_problem(s.encryption_mode.value, s.field_encryption_key)
+
+
+@rule
+def _trusted_proxies_are_addresses(s: Settings) -> str | None:
+    import ipaddress
+
+    for entry in _split(s.http.trusted_proxies):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return (
+                f"CRAIG_HTTP__TRUSTED_PROXIES has {entry!r}, which is not an IP address or network; "
+                "list the proxies' addresses, comma-separated"
+            )
     return None
 
 

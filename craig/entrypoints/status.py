@@ -6,7 +6,10 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from craig.entrypoints.attachment_operations import attachments_section
 from craig.entrypoints.container import Container
+from craig.entrypoints.placement_status import placements_section
+from craig.entrypoints.send_job_status import send_jobs_section
 
 Section = Callable[[Container], Awaitable[dict[str, Any]]]
 
@@ -49,6 +52,9 @@ SECTIONS: dict[str, Section] = {
     "outbox": outbox_section,
     "inbox": inbox_section,
     # inbox / DLX (issue 4), attachments (issue 5), placements (issue 6), send jobs (issue 7)
+    "attachments": attachments_section,
+    "placements": placements_section,
+    "send jobs": send_jobs_section,
 }
 
 

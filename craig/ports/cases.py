@@ -6,8 +6,11 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.attachments import Attachment
 from craig.domain.cases import Case
+from craig.domain.contacts import Contact
 from craig.domain.pages import Page, PageRequest
+from craig.ports.object_rows import ObjectRows
 
 
 class CaseRepository(Protocol):
@@ -29,8 +32,38 @@ class CaseRepository(Protocol):
 
 
 class ContactRepository(Protocol):
-    """``uow.contacts`` (issue 5)."""
+    """``uow.contacts`` (issue 5). Every method runs in the unit of work's transaction.
+
+    The summary is sensitive: adapters store it only as ``uow.cipher.encrypt(summary)`` and
+    decrypt it on read, so no plaintext summary ever lands in a table.
+    """
+
+    async def add(self, contact: Contact) -> None: ...
+
+    async def get(self, case_id: UUID, contact_id: UUID) -> Contact | None:
+        """The contact if it belongs to ``case_id``, else None."""
+        ...
+
+    async def list_for_case(self, case_id: UUID, page: PageRequest) -> Page[Contact]:
+        """The case's contacts, most recent ``occurred_at`` first."""
+        ...
 
 
-class AttachmentRepository(Protocol):
-    """``uow.attachments`` (issue 5)."""
+class AttachmentRepository(ObjectRows, Protocol):
+    """``uow.attachments`` (issue 5): the ``contact_attachments`` table.
+
+    It is also the scanner's view of that table (:class:`craig.ports.object_rows.ObjectRows`).
+    """
+
+    async def add(self, attachment: Attachment) -> Attachment:
+        """Insert the row as given, except ``created_at``, which is the DATABASE clock's now (the
+        scanner's grace is measured on it); returns the row as stored."""
+        ...
+
+    async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
+        """The attachment if it belongs to ``contact_id`` (any status), else None."""
+        ...
+
+    async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
+        """The contact's attachments (every status), oldest first."""
+        ...

@@ -39,6 +39,11 @@ class TransientConflict(PortError):
     """A serialization failure or deadlock: the whole transaction may simply be retried."""
 
 
+class InvalidData(PortError):
+    """The store refused a value it cannot hold (a NUL byte in text, a number out of range):
+    the request is at fault, and retrying it unchanged cannot succeed (HTTP 422)."""
+
+
 class ConstraintViolation(PortError):
     """A uniqueness, check or foreign-key constraint refused the write."""
 

@@ -1,17 +1,181 @@
-"""Ports: Partner exchange."""
+"""Ports: partner exchange (repositories, the partner gateway, the shared rate limiter)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+from uuid import UUID
+
+import attrs
+
+from craig.domain.exchange import AttemptDecision, DispatchResult, SendJob
+from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.pages import Page, PageRequest
+from craig.domain.partner_rate_limit import Reservation
+from craig.domain.partners import Partner
+from craig.ports.errors import PortError, Unavailable
 
 
 class PartnerRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.partners``. Runs in the unit of work's transaction. ``client_secret`` is encrypted
+    with ``uow.cipher`` on write and decrypted on read: it never lands in a table in clear."""
+
+    async def add(self, partner: Partner) -> bool:
+        """Insert; False (nothing written) when a partner of that name exists."""
+        ...
+
+    async def get(self, partner_id: UUID) -> Partner | None: ...
+
+    async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
+        """The partners that exist among ``partner_ids``, by id."""
+        ...
+
+    async def list(self, page: PageRequest) -> Page[Partner]:
+        """By name."""
+        ...
 
 
 class TransactionRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.exchange_transactions``. Runs in the unit of work's transaction."""
+
+    async def add(self, transaction: ExchangeTransaction) -> None: ...
+
+    async def get(self, transaction_id: UUID) -> ExchangeTransaction | None: ...
+
+
+@attrs.frozen
+class SendJobStats:
+    by_status: Mapping[str, int]
+    #: ``next_attempt_at`` of the longest-waiting due ``pending`` job, on the database clock.
+    oldest_due_at: datetime | None
+    now: datetime
 
 
 class SendJobRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.send_jobs``: the durable send-job queue. Runs in the unit of work's transaction;
+    every time (due, lease) is the DATABASE clock, so skewed app servers cannot steal work.
+    The caller commits; locks taken by :meth:`claim_due` are held until it does."""
+
+    async def add_many(self, jobs: Sequence[SendJob]) -> None: ...
+
+    async def get(self, job_id: UUID) -> SendJob | None: ...
+
+    async def for_transaction(self, transaction_id: UUID) -> list[SendJob]:
+        """The transaction's jobs, in creation order."""
+        ...
+
+    async def claim_due(self, limit: int, lease: timedelta) -> list[SendJob]:
+        """Up to ``limit`` ``pending`` jobs with ``next_attempt_at <= now``, oldest due first,
+        skipping rows other transactions hold (``FOR UPDATE SKIP LOCKED``); each becomes
+        ``in_flight`` with ``attempts + 1``, ``lease_token + 1`` and ``lease_expires_at = now +
+        lease``. Returns them as claimed."""
+        ...
+
+    async def recover_expired(self, max_attempts: int, limit: int) -> list[SendJob]:
+        """``in_flight`` jobs whose lease ran out go back to ``pending`` (due now, attempts kept),
+        or to ``failed`` once ``attempts >= max_attempts`` (``decide_lease_expired``). Returns
+        the jobs as changed; the caller stages ``exchange.send_failed`` for the failed ones."""
+        ...
+
+    async def record(self, outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> list[SendJob]:
+        """Apply each decision to its job (one statement for the set) when the job still carries
+        the claim's ``lease_token`` and is ``in_flight`` (or ``pending`` after a lease expiry no
+        other worker has claimed since). Returns the jobs that were updated, as updated; a job
+        missing from the result lost its lease, and its outcome was dropped."""
+        ...
+
+    async def defer(self, job: SendJob, wait: timedelta) -> bool:
+        """Give a claimed, unsent job back: ``pending``, due in ``wait``, the attempt undone.
+        False when the claim was lost."""
+        ...
+
+    async def retry_failed(self, job_id: UUID) -> SendJob | None:
+        """``failed`` -> ``pending``, due now, ``attempts`` back to 0. None when the job is not
+        ``failed`` (or does not exist)."""
+        ...
+
+    async def stats(self) -> SendJobStats: ...
+
+
+# --- the partner's HTTP API -----------------------------------------------------------------
+
+
+@attrs.frozen
+class Delivery:
+    """One POST of a job's payload; ``correlation_id`` is the same on every retry."""
+
+    correlation_id: UUID
+    payload: Mapping[str, Any]
+
+
+#: Awaited before every request to the partner's API: waits for a rate-limit slot, or raises.
+Pace = Callable[[], Awaitable[None]]
+
+
+class UpstreamError(PortError):
+    """A partner read failed (seed: ``ApiError::upstream(path, e)``); answered as a 502."""
+
+    code = "upstream"
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"upstream {path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+    @classmethod
+    def upstream(cls, path: str, error: object) -> UpstreamError:
+        return cls(path, str(error))
+
+
+class UpstreamDeserializeError(UpstreamError):
+    """The partner answered a body of the wrong shape (seed: ``upstream_deserialize``)."""
+
+    code = "upstream_deserialize"
+
+
+class PartnerRateLimited(Unavailable):
+    """No rate-limit slot for this partner soon enough; retry after ``retry_after``."""
+
+    def __init__(self, partner: str, retry_after: timedelta) -> None:
+        super().__init__(f"partner {partner}", f"rate limit reached; next slot in {retry_after}")
+        self.retry_after = retry_after
+
+
+class PartnerGateway(Protocol):
+    """HTTP to partner agencies: OAuth2 client credentials (tokens cached and refreshed
+    ``TOKEN_REFRESH_LEAD_TIME`` before expiry, one refresh at a time per partner; a 401 forces
+    one refresh and one retry), timeouts and connection limits from settings. Never called
+    inside a database transaction."""
+
+    async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        """POST the payload to ``partner.send_path`` with ``X-Correlation-ID``. Never raises for
+        what the partner answered or for transport faults: those are the result. Exceptions
+        raised by ``pace`` propagate."""
+        ...
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        """GET ``path``; the decoded JSON body of a 2xx. Raises :class:`UpstreamError` for any
+        other status or a transport fault, :class:`UpstreamDeserializeError` for a body that is
+        not JSON."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+# --- the shared rate limit ------------------------------------------------------------------
+
+
+class PartnerRateLimits(Protocol):
+    """``uow.partner_rate_limits``: requests per minute per partner, shared by EVERY process
+    (state lives in the database, on its clock): a generic cell rate algorithm whose slots are
+    spaced ``60 s / rate``. Runs in the unit of work's transaction and locks the key's row until
+    it ends, so keep that transaction short; a worker reserves in its claim transaction, after
+    claiming, one key at a time in ascending order (no lock cycles between workers)."""
+
+    async def reserve(self, key: UUID, rate_per_minute: int, count: int, max_wait: timedelta) -> list[Reservation]:
+        """Reserve up to ``count`` consecutive slots starting within ``max_wait``. Returns
+        ``count`` reservations: the granted ones first (each with its own wait), then denied
+        ones carrying the wait until the next free slot. Nothing is taken unless the caller
+        commits."""
+        ...

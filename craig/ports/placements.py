@@ -1,13 +1,112 @@
-"""Ports: Foster homes and placements."""
+"""Ports: foster homes and placements (``uow.foster_homes``, ``uow.placements``).
+
+Every method runs inside the caller's unit of work (``async with uow:``) and never commits; the
+caller commits. Errors are :mod:`craig.ports.errors`; the constraint names below are part of
+the contract, so a use case can turn a :class:`ConstraintViolation` into a domain conflict.
+
+Lock order, which every writer follows so that two transactions can never wait on each other in
+a cycle: the placement first (:meth:`PlacementRepository.get_placement_for_update`), then its
+homes (:meth:`FosterHomeRepository.get_foster_homes_for_update`, ascending id).
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import Final, Protocol
+from uuid import UUID
+
+import attrs
+
+from craig.domain.pages import Page, PageRequest
+from craig.domain.placements import FosterHome, Placement
+
+#: The partial unique index: at most one active placement per case.
+ONE_ACTIVE_PLACEMENT_PER_CASE: Final = "placements_one_active_per_case"
+#: The CHECK that keeps ``0 <= occupancy <= capacity``.
+OCCUPANCY_WITHIN_CAPACITY: Final = "foster_homes_occupancy_within_capacity"
+PLACEMENT_CASE_FK: Final = "placements_case_id_fkey"
+PLACEMENT_FOSTER_HOME_FK: Final = "placements_foster_home_id_fkey"
+#: ``ended`` if and only if an end reason and ``ended_at`` are set.
+PLACEMENT_ENDED_HAS_REASON: Final = "placements_ended_has_reason"
+#: An active placement is always in a home.
+PLACEMENT_ACTIVE_HAS_HOME: Final = "placements_active_has_home"
+
+
+@attrs.frozen
+class FosterHomeStats:
+    """For ``craig status``: how full the homes are, and whether any count drifted."""
+
+    homes: int
+    at_capacity: int
+    #: The first homes at capacity, by name (at most the ``sample`` asked for).
+    full_homes: Sequence[FosterHome]
+    #: Homes whose stored occupancy differs from their number of active placements.
+    drifted: Sequence[UUID]
 
 
 class FosterHomeRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.foster_homes``."""
+
+    async def add(self, home: FosterHome) -> None:
+        """Insert a new home. Raises ``ConstraintViolation`` on a duplicate id or a home that
+        breaks a CHECK (capacity >= 1, 0 <= occupancy <= capacity)."""
+        ...
+
+    async def get(self, home_id: UUID) -> FosterHome | None:
+        """The home as last committed (no lock), or None."""
+        ...
+
+    async def get_foster_home_for_update(self, home_id: UUID) -> FosterHome | None:
+        """``SELECT … FOR NO KEY UPDATE``: the home, locked until the transaction ends, or None.
+
+        Blocks while another transaction holds the lock, then returns the committed state.
+        Lock the placement (if any) *before* calling this."""
+        ...
+
+    async def get_foster_homes_for_update(self, home_ids: Collection[UUID]) -> Mapping[UUID, FosterHome]:
+        """Lock several homes one by one in ascending id order (the one order every writer uses).
+        Missing ids are absent from the result."""
+        ...
+
+    async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
+        """``occupancy += delta`` in one statement; returns the new home. Raises
+        ``ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY)`` when the result would leave
+        ``0..capacity`` (nothing changes), ``LookupError`` for an unknown home."""
+        ...
+
+    async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
+        """Homes by name (then id), one page, with the exact total."""
+        ...
+
+    async def stats(self, sample: int) -> FosterHomeStats: ...
 
 
 class PlacementRepository(Protocol):
-    """To be specified with its use cases."""
+    """``uow.placements``."""
+
+    async def add(self, placement: Placement) -> None:
+        """Insert a new placement. Raises ``ConstraintViolation`` named
+        ``ONE_ACTIVE_PLACEMENT_PER_CASE`` (the case has another active placement),
+        ``PLACEMENT_CASE_FK`` or ``PLACEMENT_FOSTER_HOME_FK`` (unknown case or home)."""
+        ...
+
+    async def get(self, placement_id: UUID) -> Placement | None:
+        """The placement as last committed (no lock), or None."""
+        ...
+
+    async def get_placement_for_update(self, placement_id: UUID) -> Placement | None:
+        """``SELECT … FOR UPDATE``: the placement, locked until the transaction ends, or None.
+
+        Blocks while another transaction holds the lock, then returns the committed state, so
+        two concurrent changes of one placement run one after the other."""
+        ...
+
+    async def update(self, placement: Placement) -> None:
+        """Store status, home, end reason, ``ended_at`` and ``updated_at`` of a placement locked
+        by this transaction. Raises ``ConstraintViolation`` like :meth:`add`, and
+        ``LookupError`` when the placement does not exist."""
+        ...
+
+    async def count_active_in(self, home_id: UUID) -> int:
+        """Active placements in the home: what its occupancy must equal."""
+        ...

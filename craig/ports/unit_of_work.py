@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
     from craig.ports.cases import AttachmentRepository, CaseRepository, ContactRepository
-    from craig.ports.exchange import PartnerRepository, SendJobRepository, TransactionRepository
+    from craig.ports.exchange import (
+        PartnerRateLimits,
+        PartnerRepository,
+        SendJobRepository,
+        TransactionRepository,
+    )
     from craig.ports.idempotency import IdempotencySlots
     from craig.ports.inbox import InboxRepository
     from craig.ports.intake import ReferralRepository
@@ -47,6 +52,7 @@ class UnitOfWork(Protocol):
     partners: PartnerRepository
     exchange_transactions: TransactionRepository
     send_jobs: SendJobRepository
+    partner_rate_limits: PartnerRateLimits
     referrals: ReferralRepository
     rule_sets: RuleSetRepository
 

@@ -76,7 +76,9 @@ async def live_server(app: Litestar) -> AsyncIterator[str]:
     """Serve ``app`` over real TCP on 127.0.0.1; yields the base URL."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
+        )
     )
     task = asyncio.create_task(server.serve())
     while not server.started:

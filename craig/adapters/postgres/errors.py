@@ -11,6 +11,7 @@ from sqlalchemy import exc as sa_exc
 from craig.ports.errors import (
     ConstraintViolation,
     DatabaseUnavailable,
+    InvalidData,
     PortError,
     TransientConflict,
 )
@@ -46,6 +47,8 @@ def translate(error: BaseException) -> PortError:
         return TransientConflict(str(error))
     if code in _CONSTRAINT_SQLSTATES:
         return ConstraintViolation(_constraint_name(error), str(getattr(error, "orig", error)))
+    if code is not None and code.startswith("22"):  # data exception: the value, not the server
+        return InvalidData(str(getattr(error, "orig", error)))
     return DatabaseUnavailable(f"{type(error).__name__}: {error}")
 
 

@@ -16,7 +16,7 @@ from litestar.exceptions import HTTPException, NotAuthorizedException, Validatio
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
-from craig.ports.errors import ConstraintViolation, PortError, TransientConflict, Unavailable
+from craig.ports.errors import ConstraintViolation, InvalidData, PortError, TransientConflict, Unavailable
 
 log = structlog.get_logger(__name__)
 
@@ -121,6 +121,13 @@ def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
         )
     if isinstance(error, TransientConflict):
         return problem(409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"})
+    if isinstance(error, InvalidData):
+        return problem(
+            422,
+            "invalid-data",
+            "a value in the request cannot be stored (e.g. a NUL character in text)",
+            instance=request.url.path,
+        )
     if isinstance(error, ConstraintViolation):
         return problem(409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})")
     log.error("port error", error=str(error))

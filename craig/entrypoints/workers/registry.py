@@ -6,8 +6,10 @@ from datetime import timedelta
 
 from craig.domain.constants import CLEANUP_INTERVAL, PURGE_BATCH_SIZE
 from craig.entrypoints.container import Container
+from craig.entrypoints.workers.attachment_scanner import attachment_scanner_loop
 from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.runner import Loop
+from craig.entrypoints.workers.send_jobs import send_job_loop
 from craig.usecases.cleanup import PurgeExpired, Retention
 
 
@@ -42,5 +44,7 @@ def loops_for(container: Container) -> list[Loop]:
         # outbox relay (issue 4); the inbox consumers run in `workers_running`
         relay_loop(container),
         # attachment scanner (issue 5)
+        attachment_scanner_loop(container),
         # partner send-job worker (issue 7)
+        send_job_loop(container),
     ]

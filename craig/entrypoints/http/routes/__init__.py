@@ -4,18 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from craig.entrypoints.http.routes.attachments import ROUTES as ATTACHMENT_ROUTES
+from craig.entrypoints.http.routes.cases import ROUTES as CASE_ROUTES
+from craig.entrypoints.http.routes.exchange import ROUTES as EXCHANGE_ROUTES
+from craig.entrypoints.http.routes.intake import ROUTES as INTAKE_REFERRAL_ROUTES
 from craig.entrypoints.http.routes.me import me
+from craig.entrypoints.http.routes.placements import ROUTES as PLACEMENT_ROUTES
+from craig.entrypoints.http.routes.rules import ROUTES as RULE_SET_ROUTES
 
 #: Under ``/v1``: Bearer JWT required; idempotency applies to POST and PATCH.
 V1_ROUTES: list[Any] = [
     me,
     # cases, contacts, attachments (issue 5)
+    *CASE_ROUTES,
+    *ATTACHMENT_ROUTES,
     # foster homes and placements (issue 6)
+    *PLACEMENT_ROUTES,
     # partner exchange (issue 7)
+    *EXCHANGE_ROUTES,
     # rule sets (issue 8)
+    *RULE_SET_ROUTES,
 ]
 
 #: Under ``/intake``: public, anonymous; idempotency applies with a scope per route.
 INTAKE_ROUTES: list[Any] = [
     # public referrals (issue 8)
+    *INTAKE_REFERRAL_ROUTES,
 ]

@@ -1,0 +1,352 @@
+"""Send-job queue throughput against pgqueuer and procrastinate, side by side on one PostgreSQL.
+
+    .venv/bin/python -m bench.send_jobs [--jobs 20000] [--workers 5] [--seconds 15] [--rounds 2]
+
+Each system gets its own fresh database on the same server, the same number of consumers
+(``--workers``) and a no-op job, modelled on pgqueuer's own ``tools/benchmark.py``:
+
+* drain: enqueue ``--jobs`` jobs, then time how long the consumers take to finish them all;
+* throughput: one producer enqueues batches of 10 while the consumers run for ``--seconds``;
+  the rate is jobs completed per second.
+
+Craig's job is the real path with a no-op partner gateway: claim (``FOR UPDATE SKIP LOCKED`` +
+lease), a slot from the shared PostgreSQL rate limiter, the no-op dispatch, then the outcome
+and its ``exchange.sent`` outbox event committed. pgqueuer: ``PgQueuer.run`` with batch 10 per
+consumer, one asyncpg connection each. procrastinate (drain only, ``--procrastinate-jobs``
+jobs, as it is much slower): one worker with ``concurrency=--workers``.
+
+Rounds alternate the systems so drift on a shared machine hits all of them; medians are printed
+with Craig's ratio to each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+from bench._services import _admin
+from craig.adapters.clock import SystemClock
+from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
+from craig.adapters.postgres.embedded import EmbeddedPostgres
+from craig.adapters.postgres.migrations import upgrade_to_head
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.constants import SEND_MAX_CONCURRENCY
+from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
+from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
+from craig.ports.exchange import Delivery, Pace, PartnerGateway
+from craig.usecases.ids import new_id
+from craig.usecases.send_jobs import SendJobWorker
+from craig.usecases.send_policy import SendPolicy
+
+Result = dict[str, float]
+
+
+class NoopGateway(PartnerGateway):
+    """Answers 200 at once, after waiting for its rate-limit slot like the real gateway."""
+
+    async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        await pace()
+        return PartnerAnswer(200)
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+# --- Craig -------------------------------------------------------------------------------------
+
+
+async def _craig_setup(database: PostgresDatabase) -> tuple[Partner, ExchangeTransaction]:
+    now = datetime.now(UTC)
+    partner = new_partner(
+        id=new_id(),
+        name=f"bench-{uuid.uuid4().hex[:6]}",
+        base_url="http://127.0.0.1:9",
+        token_url="http://127.0.0.1:9/token",
+        client_id="bench",
+        client_secret="bench",
+        rate_limit_rpm=RATE_LIMIT_MAX_RPM,  # high enough never to be what limits the run
+        now=now,
+    )
+    transaction = ExchangeTransaction(id=new_id(), payload={"bench": True}, created_by=uuid.uuid4(), created_at=now)
+    uow = PostgresUnitOfWork(database)
+    async with uow:
+        await uow.partners.add(partner)
+        await uow.exchange_transactions.add(transaction)
+        await uow.commit()
+    return partner, transaction
+
+
+async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: ExchangeTransaction, count: int) -> None:
+    now = datetime.now(UTC)
+    jobs = [
+        SendJob(
+            id=new_id(),
+            transaction_id=tx.id,
+            partner_id=partner.id,
+            correlation_id=new_id(),
+            payload={"case": "c-1", "n": n},
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for n in range(count)
+    ]
+    uow = PostgresUnitOfWork(database)
+    async with uow:
+        await uow.send_jobs.add_many(jobs)
+        await uow.commit()
+
+
+def _craig_workers(database: PostgresDatabase, count: int, concurrency: int, done: list[int]) -> list[SendJobWorker]:
+    def observe(outcome: str, _seconds: float) -> None:
+        if outcome == "sent":
+            done[0] += 1
+
+    return [
+        SendJobWorker(
+            lambda: PostgresUnitOfWork(database),
+            NoopGateway(),
+            SystemClock(),
+            SendPolicy(max_concurrency=concurrency),
+            observer=observe,
+        )
+        for _ in range(count)
+    ]
+
+
+async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
+    database = PostgresDatabase(url, pool_size=2 * workers + 2, max_overflow=10)
+    try:
+        partner, tx = await _craig_setup(database)
+        for start in range(0, jobs, 5000):
+            await _craig_enqueue(database, partner, tx, min(5000, jobs - start))
+        done = [0]
+        consumers = _craig_workers(database, workers, concurrency, done)
+        started = time.perf_counter()
+        await asyncio.gather(*(w.drain() for w in consumers))
+        elapsed = time.perf_counter() - started
+        if done[0] != jobs:
+            raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
+        return jobs / elapsed
+    finally:
+        await database.dispose()
+
+
+async def craig_throughput(url: str, seconds: float, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
+    database = PostgresDatabase(url, pool_size=2 * workers + 4, max_overflow=10)
+    stop = asyncio.Event()
+    try:
+        partner, tx = await _craig_setup(database)
+        done = [0]
+        consumers = _craig_workers(database, workers, concurrency, done)
+
+        async def consume(worker: SendJobWorker) -> None:
+            while not stop.is_set():
+                if not await worker.run_once():
+                    await asyncio.sleep(0.01)
+            await worker.finish()
+
+        async def produce() -> None:
+            while not stop.is_set():
+                await _craig_enqueue(database, partner, tx, 10)
+
+        return await _timed(seconds, stop, done, [*(consume(w) for w in consumers), produce()])
+    finally:
+        await database.dispose()
+
+
+async def _timed(seconds: float, stop: asyncio.Event, done: list[int], tasks: list[Awaitable[None]]) -> float:
+    running = [asyncio.ensure_future(t) for t in tasks]
+    await asyncio.sleep(seconds)
+    counted = done[0]
+    stop.set()
+    await asyncio.gather(*running)
+    return counted / seconds
+
+
+# --- pgqueuer ----------------------------------------------------------------------------------
+
+
+async def _pgqueuer_connection(url: str) -> Any:
+    import asyncpg
+    from pgqueuer.db import AsyncpgDriver
+
+    return AsyncpgDriver(await asyncpg.connect(libpq_dsn(url)))
+
+
+async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float = 0.0) -> float:
+    from pgqueuer import PgQueuer
+    from pgqueuer.models import Job
+    from pgqueuer.queries import Queries
+    from pgqueuer.types import QueueExecutionMode
+
+    admin = Queries(await _pgqueuer_connection(url))
+    await admin.install()
+    if jobs:
+        for start in range(0, jobs, 5000):
+            size = min(5000, jobs - start)
+            await admin.enqueue(["noop"] * size, [b""] * size, [0] * size)
+    done = [0]
+    queuers = [PgQueuer(await _pgqueuer_connection(url)) for _ in range(workers)]
+    for pgq in queuers:
+
+        @pgq.entrypoint("noop")
+        async def noop(job: Job) -> None:
+            done[0] += 1
+
+    mode = QueueExecutionMode.drain if jobs else QueueExecutionMode.continuous
+    if jobs:
+        started = time.perf_counter()
+        await asyncio.gather(*(pgq.run(batch_size=10, mode=mode) for pgq in queuers))
+        elapsed = time.perf_counter() - started
+        if done[0] != jobs:
+            raise RuntimeError(f"pgqueuer drained {done[0]} of {jobs} jobs")
+        return jobs / elapsed
+    stop = asyncio.Event()
+
+    async def produce() -> None:
+        producer = Queries(await _pgqueuer_connection(url))
+        while not stop.is_set():
+            await producer.enqueue(["noop"] * 10, [b""] * 10, [0] * 10)
+
+    async def consume(pgq: Any) -> None:
+        task = asyncio.ensure_future(pgq.run(batch_size=10, mode=mode))
+        await stop.wait()
+        pgq.shutdown.set()
+        with suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+    return await _timed(seconds, stop, done, [*(consume(q) for q in queuers), produce()])
+
+
+# --- procrastinate -----------------------------------------------------------------------------
+
+
+async def procrastinate_drain(url: str, jobs: int, workers: int) -> float:
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_dsn(url)))
+    done = [0]
+
+    @app.task(name="noop")
+    async def noop() -> None:
+        done[0] += 1
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        for start in range(0, jobs, 1000):
+            await noop.batch_defer_async(*([{}] * min(1000, jobs - start)))
+        started = time.perf_counter()
+        await app.run_worker_async(wait=False, concurrency=workers, install_signal_handlers=False)
+        elapsed = time.perf_counter() - started
+    if done[0] != jobs:
+        raise RuntimeError(f"procrastinate drained {done[0]} of {jobs} jobs")
+    return jobs / elapsed
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """``CRAIG_BENCH_DATABASE_URL``'s server, or one embedded PostgreSQL 18 for the whole run."""
+    url = os.environ.get("CRAIG_BENCH_DATABASE_URL")
+    if url:
+        yield url
+        return
+    root = Path(tempfile.mkdtemp(prefix="craig-bench-pg-"))
+    root.chmod(0o755)
+    server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
+    server.start()
+    try:
+        yield server.url("postgres")
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def fresh_database(server_url: str, *, migrated: bool) -> Iterator[str]:
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        if migrated:
+            upgrade_to_head(url)
+        yield url
+    finally:
+        _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
+    w = args.workers
+    cases: dict[str, Callable[[str], Awaitable[float]]] = {
+        "craig drain": lambda url: craig_drain(url, args.jobs, w, args.concurrency),
+        "pgqueuer drain": lambda url: pgqueuer_run(url, w, jobs=args.jobs),
+        "procrastinate drain": lambda url: procrastinate_drain(url, args.procrastinate_jobs, w),
+        "craig throughput": lambda url: craig_throughput(url, args.seconds, w, args.concurrency),
+        "pgqueuer throughput": lambda url: pgqueuer_run(url, w, seconds=args.seconds),
+    }
+    results: dict[str, list[float]] = {name: [] for name in cases}
+    for round_no in range(1, args.rounds + 1):
+        for name, measure in cases.items():
+            with fresh_database(server_url, migrated=name.startswith("craig")) as url:
+                rate = _loop_run(measure(url), args.uvloop)
+            results[name].append(rate)
+            print(f"round {round_no}: {name:<22} {rate:9.0f} jobs/s", flush=True)
+    return results
+
+
+def _loop_run(coroutine: Awaitable[float], use_uvloop: bool) -> float:
+    if use_uvloop:
+        import uvloop
+
+        return uvloop.run(coroutine)  # type: ignore[arg-type]
+    return asyncio.run(coroutine)  # type: ignore[arg-type]
+
+
+def report(results: dict[str, list[float]]) -> None:
+    median = {name: statistics.median(rates) for name, rates in results.items()}
+    print("\nmedians (jobs/s):")
+    for name, value in median.items():
+        print(f"  {name:<22} {value:9.0f}")
+    print("\nratios:")
+    for mode, rival in (("drain", "pgqueuer"), ("drain", "procrastinate"), ("throughput", "pgqueuer")):
+        ratio = median[f"craig {mode}"] / median[f"{rival} {mode}"]
+        print(f"  craig / {rival} ({mode}): {ratio:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--procrastinate-jobs", type=int, default=5_000)
+    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument(
+        "--concurrency", type=int, default=SEND_MAX_CONCURRENCY, help="Craig's dispatches at once per worker"
+    )
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--uvloop", action="store_true", help="run every system on uvloop")
+    args = parser.parse_args()
+    with postgres_server() as server_url:
+        report(run(args, server_url))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Captcha verification adapters: a siteverify HTTP client and a disabled one."""

@@ -1,0 +1,159 @@
+"""AES-256-GCM field encryption with a key ring (seed: ``FieldEncryptor``).
+
+Stored format (version 1), ASCII::
+
+    enc:v1:<key id>:<base64url(nonce 12 bytes || ciphertext || tag 16 bytes)>
+
+The key id names the key that encrypted the value, so a ring of keys can decrypt values written
+before a rotation while every new value uses the newest key. The version and key id are bound as
+associated data: changing any byte of the stored value, its key id included, fails the tag check.
+
+``CRAIG_FIELD_ENCRYPTION_KEY`` is either the base64 of 32 random bytes, or a comma-separated ring
+``id:base64,id:base64`` with the newest key first. A key given without an id gets one derived from
+the key (``k`` + 10 hex digits of a hash), so naming a key later does not orphan its values as long
+as the same id is kept; ids are 1-32 of ``A-Z a-z 0-9 _ -``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import re
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from craig.ports.cipher import FieldCipher
+from craig.ports.key_rotation import Rekeyer
+
+PREFIX = "enc:"
+VERSION = "v1"
+NONCE_BYTES = 12
+KEY_BYTES = 32
+_KEY_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_B64URL = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class KeyLoadError(ValueError):
+    """The key setting is missing or malformed; the message says which entry and why."""
+
+
+def is_encrypted(stored: str) -> bool:
+    return stored.startswith(PREFIX)
+
+
+def derived_key_id(key: bytes) -> str:
+    return "k" + hashlib.sha256(b"craig field key id\x00" + key).hexdigest()[:10]
+
+
+def _decode_key(text: str, position: int) -> bytes:
+    standard = text.replace("-", "+").replace("_", "/")  # accept the URL-safe alphabet too
+    try:
+        key = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyLoadError(f"key #{position} is not base64") from None
+    if len(key) != KEY_BYTES:
+        raise KeyLoadError(
+            f"key #{position} decodes to {len(key)} bytes, AES-256 needs {KEY_BYTES} "
+            "(generate one with `openssl rand -base64 32`)"
+        )
+    return key
+
+
+def parse_key_ring(setting: str) -> list[tuple[str, bytes]]:
+    """``[(key id, key), ...]`` newest first; raises :class:`KeyLoadError`."""
+    entries = [part.strip() for part in setting.split(",") if part.strip()]
+    if not entries:
+        raise KeyLoadError("CRAIG_FIELD_ENCRYPTION_KEY is not set (base64 of 32 bytes)")
+    ring: list[tuple[str, bytes]] = []
+    for position, entry in enumerate(entries, start=1):
+        key_id, sep, encoded = entry.partition(":")
+        if not sep:
+            key = _decode_key(entry, position)
+            key_id = derived_key_id(key)
+        else:
+            if not _KEY_ID.fullmatch(key_id):
+                raise KeyLoadError(f"key #{position} has an invalid id {key_id!r} (1-32 of A-Z a-z 0-9 _ -)")
+            key = _decode_key(encoded.strip(), position)
+        if any(existing == key_id for existing, _ in ring):
+            raise KeyLoadError(f"key id {key_id!r} appears twice")
+        ring.append((key_id, key))
+    return ring
+
+
+def _strict_b64url(data: str) -> bytes:
+    """Decode unpadded base64url, refusing any other spelling of the same bytes (stray
+    characters, non-zero padding bits), so that every change to a stored value is detected."""
+    if not _B64URL.fullmatch(data):
+        raise ValueError("encrypted field value is not valid base64url")
+    try:
+        raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+    except (binascii.Error, ValueError):
+        raise ValueError("encrypted field value is not valid base64url") from None
+    if base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=") != data:
+        raise ValueError("encrypted field value is not canonical base64url")
+    return raw
+
+
+class FieldEncryptor(FieldCipher, Rekeyer):
+    """Encrypts with the newest key of the ring; decrypts with whichever key a value names."""
+
+    def __init__(self, ring: list[tuple[str, bytes]]) -> None:
+        if not ring:
+            raise KeyLoadError("a key ring needs at least one key")
+        self._current_id = ring[0][0]
+        self._current = AESGCM(ring[0][1])
+        self._keys = {key_id: AESGCM(key) for key_id, key in ring}
+
+    @classmethod
+    def from_setting(cls, setting: str) -> FieldEncryptor:
+        return cls(parse_key_ring(setting))
+
+    @property
+    def key_ids(self) -> list[str]:
+        return list(self._keys)
+
+    @property
+    def current_key_id(self) -> str:
+        return self._current_id
+
+    @property
+    def current_prefix(self) -> str:
+        return f"{PREFIX}{VERSION}:{self._current_id}:"
+
+    @staticmethod
+    def _associated_data(key_id: str) -> bytes:
+        return f"craig:{VERSION}:{key_id}".encode()
+
+    def encrypt(self, plaintext: str) -> str:
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._current.encrypt(nonce, plaintext.encode("utf-8"), self._associated_data(self._current_id))
+        return self.current_prefix + base64.urlsafe_b64encode(nonce + sealed).decode("ascii").rstrip("=")
+
+    def decrypt(self, stored: str) -> str:
+        parts = stored.split(":")
+        if len(parts) != 4 or f"{parts[0]}:" != PREFIX:
+            raise ValueError("not an encrypted field value (expected enc:v1:<key id>:<data>)")
+        _, version, key_id, data = parts
+        if version != VERSION:
+            raise ValueError(f"unknown encrypted-field format {version!r}")
+        aead = self._keys.get(key_id)
+        if aead is None:
+            raise ValueError(f"value encrypted with key id {key_id!r}, which CRAIG_FIELD_ENCRYPTION_KEY does not hold")
+        raw = _strict_b64url(data)
+        if len(raw) < NONCE_BYTES + 16:
+            raise ValueError("encrypted field value is truncated")
+        try:
+            plain = aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], self._associated_data(key_id))
+        except InvalidTag:
+            raise ValueError("encrypted field value failed authentication (tampered or wrong key)") from None
+        return plain.decode("utf-8")
+
+    def reencrypt(self, stored: str) -> str:
+        if stored.startswith(self.current_prefix):
+            self.decrypt(stored)  # still verify it
+            return stored
+        plaintext = self.decrypt(stored) if is_encrypted(stored) else stored
+        return self.encrypt(plaintext)

@@ -1,0 +1,96 @@
+"""Memory adapter of the attachment repository (the ``contact_attachments`` table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+import attrs
+
+from craig.adapters.memory.contacts import CONTACTS
+from craig.domain.attachments import Attachment, ObjectStatus
+from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import AttachmentRepository
+from craig.ports.errors import ConstraintViolation
+from craig.ports.object_rows import PendingObject, PendingStats
+
+if TYPE_CHECKING:
+    from craig.adapters.memory.uow import MemoryUnitOfWork
+
+ATTACHMENTS = "contact_attachments"
+
+
+class MemoryAttachmentRepository(AttachmentRepository):
+    def __init__(self, uow: MemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    def _rows(self, status: ObjectStatus | None = None) -> list[Attachment]:
+        return self.uow.tx.select(ATTACHMENTS, lambda row: status is None or row.object_status is status)
+
+    async def add(self, attachment: Attachment) -> Attachment:
+        stored = attrs.evolve(attachment, created_at=self.uow.db.now())
+        if self.uow.tx.get(CONTACTS, stored.contact_id) is None:
+            raise ConstraintViolation("contact_attachments_contact_id_fkey", str(stored.contact_id))
+        if self.uow.tx.get(ATTACHMENTS, stored.id) is not None:
+            raise ConstraintViolation("contact_attachments_pkey", str(stored.id))
+        if any(row.object_key == stored.object_key for row in self._rows()):
+            raise ConstraintViolation("contact_attachments_object_key_key", stored.object_key)
+        self.uow.tx.put(ATTACHMENTS, stored.id, stored)
+        return stored
+
+    async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
+        row: Attachment | None = self.uow.tx.get(ATTACHMENTS, attachment_id)
+        return row if row is not None and row.contact_id == contact_id else None
+
+    async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
+        rows = sorted(
+            self.uow.tx.select(ATTACHMENTS, lambda row: row.contact_id == contact_id),
+            key=lambda row: (row.created_at, row.id),
+        )
+        items = rows[page.offset : page.offset + page.per_page]
+        return Page(items=items, page=page.page, per_page=page.per_page, total=len(rows))
+
+    # --- the scanner's view (ObjectRows) ------------------------------------------------------
+    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
+        cutoff = self.uow.db.now() - grace
+        rows = sorted(
+            (row for row in self._rows(ObjectStatus.PENDING) if row.created_at < cutoff),
+            key=lambda row: (row.created_at, row.id),
+        )
+        return [
+            PendingObject(row.id, row.contact_id, row.object_key, row.file_size, row.created_at) for row in rows[:limit]
+        ]
+
+    def _pending(self, row_id: UUID) -> Attachment | None:
+        row: Attachment | None = self.uow.tx.get(ATTACHMENTS, row_id)
+        return row if row is not None and row.object_status is ObjectStatus.PENDING else None
+
+    async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
+        row = self._pending(row_id)
+        if row is None:
+            return False
+        self.uow.tx.put(ATTACHMENTS, row_id, attrs.evolve(row, object_status=status))
+        return True
+
+    async def mark_present(self, row_id: UUID) -> bool:
+        return await self._set_status(row_id, ObjectStatus.PRESENT)
+
+    async def mark_failed(self, row_id: UUID) -> bool:
+        return await self._set_status(row_id, ObjectStatus.FAILED)
+
+    async def delete_pending(self, row_id: UUID) -> bool:
+        return self._pending(row_id) is not None and self.uow.tx.delete(ATTACHMENTS, row_id)
+
+    async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
+        wanted = set(keys)
+        return {row.object_key for row in self._rows() if row.object_key in wanted}
+
+    async def pending_stats(self) -> PendingStats:
+        pending = self._rows(ObjectStatus.PENDING)
+        return PendingStats(
+            pending=len(pending),
+            oldest_pending_created_at=min((row.created_at for row in pending), default=None),
+            now=self.uow.db.now(),
+        )

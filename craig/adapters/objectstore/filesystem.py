@@ -1,0 +1,181 @@
+"""The local-filesystem object store of the ``embedded`` profile.
+
+Layout: ``<root>/data/<key>`` holds the objects; ``<root>/incoming`` holds files being written.
+A put writes and fsyncs a temporary file, then renames it into place, so a reader (or a crash)
+never sees half an object. Keys map to nested directories, so one key may not be a "directory"
+of another (``a/b`` and ``a/b/c``); Craig's keys never are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+import tempfile
+from collections.abc import AsyncGenerator, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
+
+T = TypeVar("T")
+_PUT_ATTEMPTS = 3  # a concurrent delete may remove an emptied parent directory under a put
+
+
+async def _io(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except OSError as error:
+        raise ObjectStoreUnavailable(f"{type(error).__name__}: {error}") from error
+
+
+class _FileChunks:
+    """Async chunks of an open file; closing is idempotent and happens at the end at the latest."""
+
+    def __init__(self, file: IO[bytes], chunk_size: int) -> None:
+        self._file = file
+        self._chunk_size = chunk_size
+
+    def __aiter__(self) -> _FileChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._file.closed:
+            raise StopAsyncIteration
+        chunk = await _io(self._file.read, self._chunk_size)
+        if not chunk:
+            await self.aclose()
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        self._file.close()
+
+
+class FilesystemObjectStore(ObjectStore):
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self._data = self.root / "data"
+        self._incoming = self.root / "incoming"
+
+    def _path(self, key: str) -> Path:
+        return self._data.joinpath(*check_key(key).split("/"))
+
+    async def prepare(self) -> None:
+        await _io(self._prepare)
+
+    def _prepare(self) -> None:
+        self._data.mkdir(parents=True, exist_ok=True)
+        self._incoming.mkdir(parents=True, exist_ok=True)
+
+    async def put(self, key: str, data: bytes, content_type: str) -> None:
+        await _io(self._put, self._path(key), data)
+
+    def _put(self, path: Path, data: bytes) -> None:
+        self._prepare()
+        fd, temporary = tempfile.mkstemp(dir=self._incoming, prefix="put-")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            for attempt in range(_PUT_ATTEMPTS):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.replace(temporary, path)
+                    break
+                except FileNotFoundError:
+                    if attempt == _PUT_ATTEMPTS - 1:
+                        raise
+            _fsync_directory(path.parent)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+
+    async def open(self, key: str, chunk_size: int) -> Download | None:
+        path = self._path(key)
+
+        def opened() -> tuple[IO[bytes], int] | None:
+            self._check_root()
+            try:
+                file = path.open("rb")
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return file, os.fstat(file.fileno()).st_size
+
+        found = await _io(opened)
+        if found is None:
+            return None
+        file, size = found
+        return Download(size=size, chunks=_FileChunks(file, chunk_size))
+
+    async def head(self, key: str) -> int | None:
+        path = self._path(key)
+
+        def size() -> int | None:
+            self._check_root()
+            try:
+                stat = path.stat()
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return stat.st_size if path.is_file() else None
+
+        return await _io(size)
+
+    async def delete(self, key: str) -> None:
+        await _io(self._delete, self._path(key))
+
+    def _delete(self, path: Path) -> None:
+        try:
+            path.unlink()
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        parent = path.parent
+        while parent != self._data and parent.is_relative_to(self._data):
+            try:
+                parent.rmdir()  # only succeeds when empty
+            except OSError:
+                break
+            parent = parent.parent
+
+    async def list(self, prefix: str, start_after: str | None = None) -> AsyncGenerator[StoredObject, None]:
+        for stored in await _io(self._list, prefix, start_after):
+            yield stored
+
+    def _list(self, prefix: str, start_after: str | None) -> builtins.list[StoredObject]:
+        base = self._data.joinpath(*prefix.split("/")[:-1])
+        found: builtins.list[StoredObject] = []
+        for directory, _, files in os.walk(base):
+            for name in files:
+                path = Path(directory, name)
+                key = path.relative_to(self._data).as_posix()
+                if not key.startswith(prefix) or (start_after is not None and key <= start_after):
+                    continue
+                try:
+                    stat = path.stat()
+                except FileNotFoundError:
+                    continue
+                modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+                found.append(StoredObject(key=key, size=stat.st_size, last_modified=modified))
+        return sorted(found, key=lambda stored: stored.key)
+
+    def _check_root(self) -> None:
+        if not self._data.is_dir() or not os.access(self._data, os.W_OK):
+            raise ObjectStoreUnavailable(f"{self._data} is not a writable directory")
+
+    async def ping(self) -> None:
+        await _io(self._check_root)
+
+    def __repr__(self) -> str:
+        return f"FilesystemObjectStore({str(self.root)!r})"
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

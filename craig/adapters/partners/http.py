@@ -1,0 +1,153 @@
+"""The partner gateway over httpx: OAuth2 client credentials, correlation ids, timeouts, limits.
+
+``send`` never raises for what a partner answers or for a transport fault: they are the
+:class:`~craig.domain.exchange.DispatchResult` the domain classifies. ``get_json`` raises
+:class:`~craig.ports.exchange.UpstreamError` (seed: ``ApiError::upstream``) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
+from craig.domain.constants import PARTNER_TOKEN_DEFAULT_LIFETIME, TOKEN_REFRESH_LEAD_TIME
+from craig.domain.exchange import DispatchResult, PartnerAnswer, TransportFailure, describe
+from craig.domain.partners import Partner
+from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
+
+CORRELATION_HEADER = "X-Correlation-ID"
+DETAIL_MAX_CHARS = 300
+
+
+def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
+    """``Retry-After`` as delta-seconds or an HTTP date; None when absent or unparsable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return timedelta(seconds=int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(timedelta(0), when - now)
+
+
+def _answer(response: httpx.Response, prefix: str = "") -> PartnerAnswer:
+    snippet = " ".join(response.text[:DETAIL_MAX_CHARS].split())
+    return PartnerAnswer(
+        status=response.status_code,
+        retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
+        detail=f"{prefix}{snippet}",
+    )
+
+
+def _transport(error: httpx.HTTPError, prefix: str = "") -> TransportFailure:
+    kind = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
+    return TransportFailure(kind, f"{prefix}{type(error).__name__}: {error}"[:DETAIL_MAX_CHARS])
+
+
+class HttpPartnerGateway(PartnerGateway):
+    def __init__(
+        self,
+        *,
+        connect_timeout_seconds: float,
+        read_timeout_seconds: float,
+        max_connections: int,
+        token_refresh_lead: timedelta = TOKEN_REFRESH_LEAD_TIME,
+        monotonic: Callable[[], float] = time.monotonic,
+        on_token_refresh: Callable[[], None] | None = None,
+    ) -> None:
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(read_timeout_seconds, connect=connect_timeout_seconds),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        self.tokens = TokenCache(self._fetch_token, token_refresh_lead, monotonic, on_token_refresh)
+
+    async def _fetch_token(self, partner: Partner) -> TokenGrant:
+        try:
+            response = await self._client.post(
+                partner.token_url,
+                data={"grant_type": "client_credentials"},
+                auth=(partner.client_id, partner.client_secret),
+                headers={"Accept": "application/json"},
+            )
+        except httpx.HTTPError as error:
+            raise TokenUnavailable(_transport(error, "token endpoint: ")) from error
+        if not response.is_success:
+            raise TokenUnavailable(_answer(response, "token endpoint: "))
+        try:
+            body = response.json()
+            token = body["access_token"]
+            token_type = str(body.get("token_type", "bearer")).lower()
+            expires_in = float(body.get("expires_in", PARTNER_TOKEN_DEFAULT_LIFETIME.total_seconds()))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise TokenUnavailable(TransportFailure("protocol", f"token endpoint: bad body ({error})")) from error
+        if not isinstance(token, str) or not token or token_type != "bearer" or expires_in <= 0:
+            raise TokenUnavailable(TransportFailure("protocol", "token endpoint: not a bearer token grant"))
+        return TokenGrant(token, timedelta(seconds=expires_in))
+
+    async def _authorized(self, partner: Partner, pace: Pace, request: Callable[[str], Any]) -> httpx.Response:
+        """One request with the cached token; on 401, one refresh and one retry."""
+        token = await self.tokens.token(partner)
+        await pace()
+        response: httpx.Response = await request(token)
+        if response.status_code == 401:
+            token = await self.tokens.replace(partner, token)
+            await pace()
+            response = await request(token)
+        return response
+
+    async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
+        url = partner.url(partner.send_path)
+
+        def post(token: str) -> Any:
+            headers = {
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                CORRELATION_HEADER: str(delivery.correlation_id),
+            }
+            return self._client.post(url, content=body, headers=headers)
+
+        try:
+            response = await self._authorized(partner, pace, post)
+        except TokenUnavailable as failure:
+            return failure.result
+        except httpx.HTTPError as error:
+            return _transport(error)
+        return _answer(response)
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        url = partner.url(path)
+
+        def get(token: str) -> Any:
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            return self._client.get(url, params=dict(params), headers=headers)
+
+        try:
+            response = await self._authorized(partner, pace, get)
+        except TokenUnavailable as failure:
+            raise UpstreamError(path, describe(failure.result)) from failure
+        except httpx.HTTPError as error:
+            raise UpstreamError.upstream(path, describe(_transport(error))) from error
+        if not response.is_success:
+            raise UpstreamError(path, describe(_answer(response)))
+        try:
+            return response.json()
+        except ValueError as error:
+            raise UpstreamDeserializeError(path, f"the body is not JSON: {error}") from error
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

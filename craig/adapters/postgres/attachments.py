@@ -1,0 +1,154 @@
+"""PostgreSQL adapter of the attachment repository (``contact_attachments``, seed SQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from sqlalchemy import RowMapping, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY, TEXT
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.attachments import Attachment, ObjectStatus
+from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import AttachmentRepository
+from craig.ports.object_rows import PendingObject, PendingStats
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_COLUMNS = """id, contact_id, attachment_type, file_name, content_type, file_size, object_key,
+    object_status, uploaded_by, worker_name, created_at"""
+# created_at comes from the database clock: the scanner's grace is measured on it.
+_INSERT = text(
+    f"""
+    INSERT INTO contact_attachments ({_COLUMNS})
+    VALUES (:id, :contact_id, :attachment_type, :file_name, :content_type, :file_size, :object_key,
+            :object_status, :uploaded_by, :worker_name, now())
+    RETURNING created_at
+    """
+)
+_GET = text(f"SELECT {_COLUMNS} FROM contact_attachments WHERE id = :id AND contact_id = :contact_id")
+_LIST = text(
+    f"""
+    SELECT {_COLUMNS} FROM contact_attachments WHERE contact_id = :contact_id
+     ORDER BY created_at, id LIMIT :limit OFFSET :offset
+    """
+)
+_COUNT = text("SELECT count(*) FROM contact_attachments WHERE contact_id = :contact_id")
+_PENDING = text(
+    """
+    SELECT id, contact_id, object_key, file_size, created_at FROM contact_attachments
+     WHERE object_status = 'pending' AND created_at < now() - make_interval(secs => :grace)
+     ORDER BY created_at, id LIMIT :limit
+    """
+)
+_SET_STATUS = text(
+    """
+    UPDATE contact_attachments SET object_status = :status
+     WHERE id = :id AND object_status = 'pending'
+    RETURNING id
+    """
+)
+_DELETE_PENDING = text("DELETE FROM contact_attachments WHERE id = :id AND object_status = 'pending' RETURNING id")
+_KNOWN = text("SELECT object_key FROM contact_attachments WHERE object_key = ANY(:keys)").bindparams(
+    bindparam("keys", type_=ARRAY(TEXT))
+)
+_STATS = text(
+    """
+    SELECT count(*) AS pending, min(created_at) AS oldest, now() AS db_now
+      FROM contact_attachments WHERE object_status = 'pending'
+    """
+)
+
+
+def _attachment(row: RowMapping) -> Attachment:
+    return Attachment(
+        id=row["id"],
+        contact_id=row["contact_id"],
+        attachment_type=row["attachment_type"],
+        file_name=row["file_name"],
+        content_type=row["content_type"],
+        file_size=row["file_size"],
+        object_key=row["object_key"],
+        object_status=ObjectStatus(row["object_status"]),
+        uploaded_by=row["uploaded_by"],
+        worker_name=row["worker_name"],
+        created_at=row["created_at"],
+    )
+
+
+class PostgresAttachmentRepository(AttachmentRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, attachment: Attachment) -> Attachment:
+        params = {
+            "id": attachment.id,
+            "contact_id": attachment.contact_id,
+            "attachment_type": attachment.attachment_type,
+            "file_name": attachment.file_name,
+            "content_type": attachment.content_type,
+            "file_size": attachment.file_size,
+            "object_key": attachment.object_key,
+            "object_status": str(attachment.object_status),
+            "uploaded_by": attachment.uploaded_by,
+            "worker_name": attachment.worker_name,
+        }
+        async with db_errors():
+            created_at = (await self.uow.connection.execute(_INSERT, params)).scalar_one()
+        return Attachment(**{**params, "object_status": attachment.object_status, "created_at": created_at})
+
+    async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
+        async with db_errors():
+            result = await self.uow.connection.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
+            row = result.mappings().first()
+        return _attachment(row) if row else None
+
+    async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
+        async with db_errors():
+            conn = self.uow.connection
+            total = (await conn.execute(_COUNT, {"contact_id": contact_id})).scalar_one()
+            rows = (
+                await conn.execute(_LIST, {"contact_id": contact_id, "limit": page.per_page, "offset": page.offset})
+            ).mappings()
+            items = [_attachment(row) for row in rows]
+        return Page(items=items, page=page.page, per_page=page.per_page, total=total)
+
+    # --- the scanner's view (ObjectRows) ------------------------------------------------------
+    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
+        async with db_errors():
+            result = await self.uow.connection.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
+            return [
+                PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
+                for r in result.mappings()
+            ]
+
+    async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
+        async with db_errors():
+            result = await self.uow.connection.execute(_SET_STATUS, {"id": row_id, "status": str(status)})
+            return result.first() is not None
+
+    async def mark_present(self, row_id: UUID) -> bool:
+        return await self._set_status(row_id, ObjectStatus.PRESENT)
+
+    async def mark_failed(self, row_id: UUID) -> bool:
+        return await self._set_status(row_id, ObjectStatus.FAILED)
+
+    async def delete_pending(self, row_id: UUID) -> bool:
+        async with db_errors():
+            return (await self.uow.connection.execute(_DELETE_PENDING, {"id": row_id})).first() is not None
+
+    async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
+        if not keys:
+            return set()
+        async with db_errors():
+            result = await self.uow.connection.execute(_KNOWN, {"keys": list(keys)})
+            return {row[0] for row in result}
+
+    async def pending_stats(self) -> PendingStats:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_STATS)).mappings().one()
+        return PendingStats(pending=row["pending"], oldest_pending_created_at=row["oldest"], now=row["db_now"])

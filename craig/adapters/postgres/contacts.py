@@ -1,0 +1,81 @@
+"""PostgreSQL adapter of the contact repository: ``summary`` is stored as ciphertext."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from sqlalchemy import RowMapping, text
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.contacts import Contact, ContactType
+from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import ContactRepository
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_COLUMNS = "id, case_id, contact_type, occurred_at, summary, created_by, worker_name, created_at"
+_INSERT = text(
+    f"""
+    INSERT INTO contacts ({_COLUMNS})
+    VALUES (:id, :case_id, :contact_type, :occurred_at, :summary, :created_by, :worker_name, :created_at)
+    """
+)
+_GET = text(f"SELECT {_COLUMNS} FROM contacts WHERE id = :id AND case_id = :case_id")
+_LIST = text(
+    f"""
+    SELECT {_COLUMNS} FROM contacts WHERE case_id = :case_id
+     ORDER BY occurred_at DESC, id DESC LIMIT :limit OFFSET :offset
+    """
+)
+_COUNT = text("SELECT count(*) FROM contacts WHERE case_id = :case_id")
+
+
+class PostgresContactRepository(ContactRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    def _contact(self, row: RowMapping) -> Contact:
+        return Contact(
+            id=row["id"],
+            case_id=row["case_id"],
+            contact_type=ContactType(row["contact_type"]),
+            occurred_at=row["occurred_at"],
+            summary=self.uow.cipher.decrypt(row["summary"]),
+            created_by=row["created_by"],
+            worker_name=row["worker_name"],
+            created_at=row["created_at"],
+        )
+
+    async def add(self, contact: Contact) -> None:
+        async with db_errors():
+            await self.uow.connection.execute(
+                _INSERT,
+                {
+                    "id": contact.id,
+                    "case_id": contact.case_id,
+                    "contact_type": str(contact.contact_type),
+                    "occurred_at": contact.occurred_at,
+                    "summary": self.uow.cipher.encrypt(contact.summary),
+                    "created_by": contact.created_by,
+                    "worker_name": contact.worker_name,
+                    "created_at": contact.created_at,
+                },
+            )
+
+    async def get(self, case_id: UUID, contact_id: UUID) -> Contact | None:
+        async with db_errors():
+            result = await self.uow.connection.execute(_GET, {"id": contact_id, "case_id": case_id})
+            row = result.mappings().first()
+        return self._contact(row) if row else None
+
+    async def list_for_case(self, case_id: UUID, page: PageRequest) -> Page[Contact]:
+        async with db_errors():
+            conn = self.uow.connection
+            total = (await conn.execute(_COUNT, {"case_id": case_id})).scalar_one()
+            rows = (
+                await conn.execute(_LIST, {"case_id": case_id, "limit": page.per_page, "offset": page.offset})
+            ).mappings()
+            items = [self._contact(row) for row in rows]
+        return Page(items=items, page=page.page, per_page=page.per_page, total=total)

@@ -1,0 +1,136 @@
+"""PostgreSQL adapters of the partner and transaction repositories (send jobs: ``send_jobs.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy.sql import bindparam
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.pages import Page, PageRequest
+from craig.domain.partners import Partner
+from craig.ports.exchange import PartnerRepository, TransactionRepository
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_PARTNER_COLUMNS = """id, name, base_url, token_url, client_id, client_secret, rate_limit_rpm,
+    send_path, records_path, created_at"""
+_ADD_PARTNER = text(
+    f"""
+    INSERT INTO partners ({_PARTNER_COLUMNS})
+    VALUES (:id, :name, :base_url, :token_url, :client_id, :client_secret, :rate_limit_rpm,
+            :send_path, :records_path, :created_at)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+    """
+)
+_GET_PARTNER = text(f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = :id")
+_GET_PARTNERS = text(f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = ANY(:ids)").bindparams(
+    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True)))
+)
+_LIST_PARTNERS = text(f"SELECT {_PARTNER_COLUMNS} FROM partners ORDER BY name, id LIMIT :limit OFFSET :offset")
+_COUNT_PARTNERS = text("SELECT count(*) FROM partners")
+
+_ADD_TRANSACTION = text(
+    """
+    INSERT INTO exchange_transactions (id, payload, created_by, created_at)
+    VALUES (:id, :payload, :created_by, :created_at)
+    """
+).bindparams(bindparam("payload", type_=JSONB))
+_GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
+
+
+def json_value(raw: object) -> Any:
+    """JSONB as asyncpg hands it over through ``text()``: a str, or already decoded."""
+    return json.loads(raw) if isinstance(raw, str | bytes) else raw
+
+
+class PostgresPartnerRepository(PartnerRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    def _partner(self, row: Mapping[str, Any]) -> Partner:
+        return Partner(
+            id=row["id"],
+            name=row["name"],
+            base_url=row["base_url"],
+            token_url=row["token_url"],
+            client_id=row["client_id"],
+            client_secret=self.uow.cipher.decrypt(row["client_secret"]),
+            rate_limit_rpm=row["rate_limit_rpm"],
+            send_path=row["send_path"],
+            records_path=row["records_path"],
+            created_at=row["created_at"],
+        )
+
+    async def add(self, partner: Partner) -> bool:
+        params = {
+            "id": partner.id,
+            "name": partner.name,
+            "base_url": partner.base_url,
+            "token_url": partner.token_url,
+            "client_id": partner.client_id,
+            "client_secret": self.uow.cipher.encrypt(partner.client_secret),
+            "rate_limit_rpm": partner.rate_limit_rpm,
+            "send_path": partner.send_path,
+            "records_path": partner.records_path,
+            "created_at": partner.created_at,
+        }
+        async with db_errors():
+            row = (await self.uow.connection.execute(_ADD_PARTNER, params)).first()
+        return row is not None
+
+    async def get(self, partner_id: UUID) -> Partner | None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_GET_PARTNER, {"id": partner_id})).mappings().first()
+        return self._partner(row) if row else None
+
+    async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
+        if not partner_ids:
+            return {}
+        async with db_errors():
+            rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+            partners = [self._partner(row) for row in rows]
+        return {p.id: p for p in partners}
+
+    async def list(self, page: PageRequest) -> Page[Partner]:
+        async with db_errors():
+            conn = self.uow.connection
+            total = (await conn.execute(_COUNT_PARTNERS)).scalar_one()
+            rows = (await conn.execute(_LIST_PARTNERS, {"limit": page.per_page, "offset": page.offset})).mappings()
+            items = [self._partner(row) for row in rows]
+        return Page(items=items, page=page.page, per_page=page.per_page, total=total)
+
+
+class PostgresTransactionRepository(TransactionRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, transaction: ExchangeTransaction) -> None:
+        async with db_errors():
+            await self.uow.connection.execute(
+                _ADD_TRANSACTION,
+                {
+                    "id": transaction.id,
+                    "payload": dict(transaction.payload),
+                    "created_by": transaction.created_by,
+                    "created_at": transaction.created_at,
+                },
+            )
+
+    async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
+        if row is None:
+            return None
+        return ExchangeTransaction(
+            id=row["id"], payload=json_value(row["payload"]), created_by=row["created_by"], created_at=row["created_at"]
+        )

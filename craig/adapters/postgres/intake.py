@@ -1,0 +1,44 @@
+"""PostgreSQL adapter of the referral repository (the personal columns hold ciphertext)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from sqlalchemy import text
+
+from craig.adapters.intake_codec import referral_columns, referral_from_columns
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.intake import Referral
+from craig.ports.intake import ReferralRepository
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_COLUMNS = (
+    "id, reference, reporter_name, reporter_phone, reporter_email, child_details, concern, location, "
+    "priority, triage_version, matched_rule, received_at"
+)
+_INSERT = text(
+    f"""
+    INSERT INTO referrals ({_COLUMNS})
+    VALUES (:id, :reference, :reporter_name, :reporter_phone, :reporter_email, :child_details, :concern,
+            :location, :priority, :triage_version, :matched_rule, :received_at)
+    """
+)
+_GET = text(f"SELECT {_COLUMNS} FROM referrals WHERE id = :id")
+
+
+class PostgresReferralRepository(ReferralRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, referral: Referral) -> None:
+        columns = referral_columns(self.uow.cipher, referral)
+        async with db_errors():
+            await self.uow.connection.execute(_INSERT, columns)
+
+    async def get(self, referral_id: UUID) -> Referral | None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_GET, {"id": referral_id})).mappings().first()
+        return referral_from_columns(self.uow.cipher, row) if row else None

@@ -1,0 +1,203 @@
+"""PostgreSQL adapters of the foster-home and placement repositories (seed:
+``get_placement_for_update``, ``get_foster_home_for_update``, ``decrement_occupancy``).
+
+Homes are locked ``FOR NO KEY UPDATE``, the mode an ``UPDATE`` of the home takes anyway: it
+excludes every other writer of the home, yet unlike ``FOR UPDATE`` it does not conflict with the
+``FOR KEY SHARE`` lock a foreign-key check takes, so inserting a planned placement (or any other
+row that references a home) neither queues behind an activation nor can deadlock with one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import RowMapping, text
+
+from craig.adapters.postgres.errors import db_errors
+from craig.domain.pages import Page, PageRequest
+from craig.domain.placements import EndReason, FosterHome, Placement, PlacementStatus
+from craig.ports.placements import FosterHomeRepository, FosterHomeStats, PlacementRepository
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_HOME = "id, name, capacity, occupancy, created_by, created_at"
+_INSERT_HOME = text(
+    """
+    INSERT INTO foster_homes (id, name, capacity, occupancy, created_by, created_at, updated_at)
+    VALUES (:id, :name, :capacity, :occupancy, :created_by, :created_at, :created_at)
+    """
+)
+_GET_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id")
+_LOCK_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id FOR NO KEY UPDATE")
+_ADJUST_OCCUPANCY = text(
+    f"""
+    UPDATE foster_homes SET occupancy = occupancy + :delta, updated_at = now()
+     WHERE id = :id
+    RETURNING {_HOME}
+    """
+)
+_LIST_HOMES = text(f"SELECT {_HOME} FROM foster_homes ORDER BY name, id LIMIT :limit OFFSET :offset")
+_COUNT_HOMES = text("SELECT count(*) AS homes, count(*) FILTER (WHERE occupancy >= capacity) AS full FROM foster_homes")
+_FULL_HOMES = text(f"SELECT {_HOME} FROM foster_homes WHERE occupancy >= capacity ORDER BY name, id LIMIT :limit")
+_DRIFTED_HOMES = text(
+    """
+    SELECT h.id
+      FROM foster_homes h
+      LEFT JOIN (SELECT foster_home_id, count(*) AS active
+                   FROM placements WHERE status = 'active' GROUP BY foster_home_id) a
+        ON a.foster_home_id = h.id
+     WHERE h.occupancy <> coalesce(a.active, 0)
+     ORDER BY h.id
+    """
+)
+
+_PLACEMENT = "id, case_id, foster_home_id, status, start_date, end_reason, ended_at, created_by, created_at, updated_at"
+_INSERT_PLACEMENT = text(
+    f"INSERT INTO placements ({_PLACEMENT}) VALUES "
+    "(:id, :case_id, :foster_home_id, :status, :start_date, :end_reason, :ended_at, "
+    ":created_by, :created_at, :updated_at)"
+)
+_GET_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id")
+_LOCK_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id FOR UPDATE")
+_UPDATE_PLACEMENT = text(
+    """
+    UPDATE placements
+       SET status = :status, foster_home_id = :foster_home_id, end_reason = :end_reason,
+           ended_at = :ended_at, updated_at = :updated_at
+     WHERE id = :id
+    RETURNING id
+    """
+)
+_COUNT_ACTIVE = text("SELECT count(*) FROM placements WHERE foster_home_id = :id AND status = 'active'")
+
+
+def _home(row: RowMapping) -> FosterHome:
+    return FosterHome(
+        id=row["id"],
+        name=row["name"],
+        capacity=row["capacity"],
+        occupancy=row["occupancy"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+    )
+
+
+def _placement(row: RowMapping) -> Placement:
+    return Placement(
+        id=row["id"],
+        case_id=row["case_id"],
+        foster_home_id=row["foster_home_id"],
+        status=PlacementStatus(row["status"]),
+        start_date=row["start_date"],
+        end_reason=EndReason(row["end_reason"]) if row["end_reason"] else None,
+        ended_at=row["ended_at"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _placement_params(placement: Placement) -> dict[str, Any]:
+    return {
+        "id": placement.id,
+        "case_id": placement.case_id,
+        "foster_home_id": placement.foster_home_id,
+        "status": placement.status.value,
+        "start_date": placement.start_date,
+        "end_reason": placement.end_reason.value if placement.end_reason else None,
+        "ended_at": placement.ended_at,
+        "created_by": placement.created_by,
+        "created_at": placement.created_at,
+        "updated_at": placement.updated_at,
+    }
+
+
+class PostgresFosterHomeRepository(FosterHomeRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _one(self, statement: Any, params: Mapping[str, Any]) -> FosterHome | None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(statement, params)).mappings().first()
+        return _home(row) if row else None
+
+    async def add(self, home: FosterHome) -> None:
+        params = {
+            "id": home.id,
+            "name": home.name,
+            "capacity": home.capacity,
+            "occupancy": home.occupancy,
+            "created_by": home.created_by,
+            "created_at": home.created_at,
+        }
+        async with db_errors():
+            await self.uow.connection.execute(_INSERT_HOME, params)
+
+    async def get(self, home_id: UUID) -> FosterHome | None:
+        return await self._one(_GET_HOME, {"id": home_id})
+
+    async def get_foster_home_for_update(self, home_id: UUID) -> FosterHome | None:
+        return await self._one(_LOCK_HOME, {"id": home_id})
+
+    async def get_foster_homes_for_update(self, home_ids: Collection[UUID]) -> Mapping[UUID, FosterHome]:
+        locked = {}
+        for home_id in sorted(set(home_ids)):  # Python and PostgreSQL order UUIDs alike
+            home = await self.get_foster_home_for_update(home_id)
+            if home is not None:
+                locked[home_id] = home
+        return locked
+
+    async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
+        home = await self._one(_ADJUST_OCCUPANCY, {"id": home_id, "delta": delta})
+        if home is None:
+            raise LookupError(f"foster home {home_id} does not exist")
+        return home
+
+    async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
+        async with db_errors():
+            conn = self.uow.connection
+            total = (await conn.execute(_COUNT_HOMES)).mappings().one()["homes"]
+            rows = await conn.execute(_LIST_HOMES, {"limit": page.per_page, "offset": page.offset})
+            items = [_home(row) for row in rows.mappings()]
+        return Page(items=items, page=page.page, per_page=page.per_page, total=total)
+
+    async def stats(self, sample: int) -> FosterHomeStats:
+        async with db_errors():
+            conn = self.uow.connection
+            counts = (await conn.execute(_COUNT_HOMES)).mappings().one()
+            full = [_home(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
+            drifted = [row[0] for row in await conn.execute(_DRIFTED_HOMES)]
+        return FosterHomeStats(homes=counts["homes"], at_capacity=counts["full"], full_homes=full, drifted=drifted)
+
+
+class PostgresPlacementRepository(PlacementRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _one(self, statement: Any, placement_id: UUID) -> Placement | None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(statement, {"id": placement_id})).mappings().first()
+        return _placement(row) if row else None
+
+    async def add(self, placement: Placement) -> None:
+        async with db_errors():
+            await self.uow.connection.execute(_INSERT_PLACEMENT, _placement_params(placement))
+
+    async def get(self, placement_id: UUID) -> Placement | None:
+        return await self._one(_GET_PLACEMENT, placement_id)
+
+    async def get_placement_for_update(self, placement_id: UUID) -> Placement | None:
+        return await self._one(_LOCK_PLACEMENT, placement_id)
+
+    async def update(self, placement: Placement) -> None:
+        async with db_errors():
+            row = (await self.uow.connection.execute(_UPDATE_PLACEMENT, _placement_params(placement))).first()
+        if row is None:
+            raise LookupError(f"placement {placement.id} does not exist")
+
+    async def count_active_in(self, home_id: UUID) -> int:
+        async with db_errors():
+            return int((await self.uow.connection.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())

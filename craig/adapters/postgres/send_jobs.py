@@ -1,0 +1,209 @@
+"""PostgreSQL adapter of the send-job queue (seed: ``exchange_send_jobs``).
+
+Claims are ``FOR UPDATE SKIP LOCKED`` so workers never block on each other; every time is
+``now()`` (the database clock). Outcomes of a whole batch are recorded in ONE statement,
+fenced by ``lease_token`` so a worker whose lease was taken over cannot overwrite the new owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, JSONB, TEXT
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy.sql import bindparam
+
+from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.exchange import json_value
+from craig.domain import exchange as model
+from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
+from craig.ports.exchange import SendJobRepository, SendJobStats
+
+if TYPE_CHECKING:
+    from craig.adapters.postgres.uow import PostgresUnitOfWork
+
+_UUIDS = ARRAY(PG_UUID(as_uuid=True))
+_COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
+    next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
+_RETURNING = ", ".join(f"j.{c.strip()}" for c in _COLUMNS.split(","))
+
+_ADD = text(
+    """
+    INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload)
+    SELECT u.id, u.transaction_id, u.partner_id, u.correlation_id, u.payload
+      FROM unnest(:ids, :transaction_ids, :partner_ids, :correlation_ids, :payloads)
+        AS u(id, transaction_id, partner_id, correlation_id, payload)
+    """
+).bindparams(
+    bindparam("ids", type_=_UUIDS),
+    bindparam("transaction_ids", type_=_UUIDS),
+    bindparam("partner_ids", type_=_UUIDS),
+    bindparam("correlation_ids", type_=_UUIDS),
+    bindparam("payloads", type_=ARRAY(JSONB)),
+)
+_GET = text(f"SELECT {_COLUMNS} FROM exchange_send_jobs WHERE id = :id")
+_FOR_TRANSACTION = text(f"SELECT {_COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
+_CLAIM = text(
+    f"""
+    WITH due AS (
+        SELECT id FROM exchange_send_jobs
+         WHERE status = 'pending' AND next_attempt_at <= now()
+         ORDER BY next_attempt_at
+         LIMIT :limit
+           FOR UPDATE SKIP LOCKED
+    )
+    UPDATE exchange_send_jobs j
+       SET status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
+           lease_expires_at = now() + make_interval(secs => :lease)
+      FROM due WHERE j.id = due.id
+    RETURNING {_RETURNING}
+    """
+)
+_EXPIRED = text(
+    f"""
+    SELECT {_COLUMNS} FROM exchange_send_jobs
+     WHERE status = 'in_flight' AND lease_expires_at <= now()
+     ORDER BY lease_expires_at
+     LIMIT :limit
+       FOR UPDATE SKIP LOCKED
+    """
+)
+# The SQL form of craig.domain.exchange.decided (the memory adapter runs the function itself).
+_RECORD = text(
+    f"""
+    UPDATE exchange_send_jobs j
+       SET status = o.status,
+           next_attempt_at = CASE WHEN o.status = 'pending'
+                                  THEN now() + make_interval(secs => o.retry_in)
+                                  ELSE j.next_attempt_at END,
+           completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE now() END,
+           last_error = CASE WHEN o.status = 'sent' THEN NULL ELSE o.error END,
+           lease_expires_at = NULL
+      FROM unnest(:ids, :tokens, :statuses, :retry_ins, :errors) AS o(id, token, status, retry_in, error)
+     WHERE j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')
+    RETURNING {_RETURNING}
+    """
+).bindparams(
+    bindparam("ids", type_=_UUIDS),
+    bindparam("tokens", type_=ARRAY(BIGINT)),
+    bindparam("statuses", type_=ARRAY(TEXT)),
+    bindparam("retry_ins", type_=ARRAY(FLOAT)),
+    bindparam("errors", type_=ARRAY(TEXT)),
+)
+_DEFER = text(
+    """
+    UPDATE exchange_send_jobs
+       SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
+           next_attempt_at = now() + make_interval(secs => :wait)
+     WHERE id = :id AND lease_token = :token AND status = 'in_flight'
+    RETURNING id
+    """
+)
+_RETRY_FAILED = text(
+    f"""
+    UPDATE exchange_send_jobs j
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL
+     WHERE j.id = :id AND j.status = 'failed'
+    RETURNING {_RETURNING}
+    """
+)
+_STATS = text(
+    """
+    SELECT status, count(*) AS jobs,
+           min(next_attempt_at) FILTER (WHERE status = 'pending' AND next_attempt_at <= now()) AS oldest_due,
+           now() AS db_now
+      FROM exchange_send_jobs GROUP BY status
+    """
+)
+_NOW = text("SELECT now()")
+
+
+def _job(row: Mapping[str, Any]) -> SendJob:
+    return SendJob(
+        id=row["id"],
+        transaction_id=row["transaction_id"],
+        partner_id=row["partner_id"],
+        correlation_id=row["correlation_id"],
+        payload=json_value(row["payload"]),
+        status=JobStatus(row["status"]),
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        next_attempt_at=row["next_attempt_at"],
+        created_at=row["created_at"],
+        completed_at=row["completed_at"],
+        lease_expires_at=row["lease_expires_at"],
+        lease_token=row["lease_token"],
+    )
+
+
+class PostgresSendJobRepository(SendJobRepository):
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _rows(self, statement: Any, params: Mapping[str, Any]) -> list[SendJob]:
+        async with db_errors():
+            result = await self.uow.connection.execute(statement, params)
+            return [_job(row) for row in result.mappings()]
+
+    async def add_many(self, jobs: Sequence[SendJob]) -> None:
+        if not jobs:
+            return
+        params = {
+            "ids": [j.id for j in jobs],
+            "transaction_ids": [j.transaction_id for j in jobs],
+            "partner_ids": [j.partner_id for j in jobs],
+            "correlation_ids": [j.correlation_id for j in jobs],
+            "payloads": [dict(j.payload) for j in jobs],
+        }
+        async with db_errors():
+            await self.uow.connection.execute(_ADD, params)
+
+    async def get(self, job_id: UUID) -> SendJob | None:
+        rows = await self._rows(_GET, {"id": job_id})
+        return rows[0] if rows else None
+
+    async def for_transaction(self, transaction_id: UUID) -> list[SendJob]:
+        return await self._rows(_FOR_TRANSACTION, {"id": transaction_id})
+
+    async def claim_due(self, limit: int, lease: timedelta) -> list[SendJob]:
+        claimed = await self._rows(_CLAIM, {"limit": limit, "lease": lease.total_seconds()})
+        return sorted(claimed, key=lambda j: (j.next_attempt_at, j.id))
+
+    async def recover_expired(self, max_attempts: int, limit: int) -> list[SendJob]:
+        expired = await self._rows(_EXPIRED, {"limit": limit})
+        return await self.record([(job, model.decide_lease_expired(job.attempts, max_attempts)) for job in expired])
+
+    async def record(self, outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> list[SendJob]:
+        if not outcomes:
+            return []
+        params = {
+            "ids": [job.id for job, _ in outcomes],
+            "tokens": [job.lease_token for job, _ in outcomes],
+            "statuses": [str(decision.status) for _, decision in outcomes],
+            "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
+            "errors": [(decision.error or "")[:2000] or None for _, decision in outcomes],
+        }
+        return await self._rows(_RECORD, params)
+
+    async def defer(self, job: SendJob, wait: timedelta) -> bool:
+        params = {"id": job.id, "token": job.lease_token, "wait": wait.total_seconds()}
+        async with db_errors():
+            return (await self.uow.connection.execute(_DEFER, params)).first() is not None
+
+    async def retry_failed(self, job_id: UUID) -> SendJob | None:
+        rows = await self._rows(_RETRY_FAILED, {"id": job_id})
+        return rows[0] if rows else None
+
+    async def stats(self) -> SendJobStats:
+        async with db_errors():
+            conn = self.uow.connection
+            rows = (await conn.execute(_STATS)).mappings().all()
+            now = rows[0]["db_now"] if rows else (await conn.execute(_NOW)).scalar_one()
+        oldest = [r["oldest_due"] for r in rows if r["oldest_due"] is not None]
+        return SendJobStats(
+            by_status={r["status"]: r["jobs"] for r in rows}, oldest_due_at=min(oldest, default=None), now=now
+        )

@@ -1,0 +1,175 @@
+"""Foster homes and placements: the transition table, end reasons and occupancy, as pure code.
+
+A placement's life::
+
+    planned --> active --> ended        (ended needs an end reason)
+       \\--> cancelled
+
+``ended`` and ``cancelled`` are terminal. A home's ``occupancy`` counts its *active*
+placements and always lies in ``0..capacity``. Every decision here is a function of its
+arguments and returns the new state with the events it causes (:mod:`placement_changes`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from datetime import date, datetime
+from types import MappingProxyType
+from typing import Any, Final
+from uuid import UUID
+
+import attrs
+
+from craig.domain.constants import FOSTER_HOME_NAME_MAX_LENGTH
+from craig.domain.errors import Conflict, InvalidInput
+
+
+class PlacementStatus(enum.StrEnum):
+    PLANNED = "planned"
+    ACTIVE = "active"
+    ENDED = "ended"
+    CANCELLED = "cancelled"
+
+
+class EndReason(enum.StrEnum):
+    REUNIFIED = "reunified"
+    ADOPTED = "adopted"
+    MOVED = "moved"
+    DISRUPTED = "disrupted"
+    AGED_OUT = "aged_out"
+    OTHER = "other"
+
+
+#: The one transition table. Anything not listed is refused.
+TRANSITIONS: Final[Mapping[PlacementStatus, frozenset[PlacementStatus]]] = MappingProxyType(
+    {
+        PlacementStatus.PLANNED: frozenset({PlacementStatus.ACTIVE, PlacementStatus.CANCELLED}),
+        PlacementStatus.ACTIVE: frozenset({PlacementStatus.ENDED}),
+        PlacementStatus.ENDED: frozenset(),
+        PlacementStatus.CANCELLED: frozenset(),
+    }
+)
+#: Statuses a placement may be created in.
+INITIAL_STATUSES: Final = frozenset({PlacementStatus.PLANNED, PlacementStatus.ACTIVE})
+TERMINAL_STATUSES: Final = frozenset(s for s, targets in TRANSITIONS.items() if not targets)
+
+
+class InvalidPlacementTransition(Conflict):
+    code = "invalid-placement-transition"
+
+    def __init__(self, current: PlacementStatus, new: PlacementStatus) -> None:
+        super().__init__(f"a placement cannot go from {current} to {new}")
+        self.problem_extra: dict[str, Any] = {"from": current.value, "to": new.value}
+
+
+class FosterHomeAtCapacity(Conflict):
+    code = "foster-home-at-capacity"
+
+    def __init__(self, home: FosterHome) -> None:
+        super().__init__(f"foster home {home.id} is at capacity ({home.occupancy} of {home.capacity})")
+        self.problem_extra: dict[str, Any] = {
+            "foster_home_id": str(home.id),
+            "capacity": home.capacity,
+            "occupancy": home.occupancy,
+        }
+
+
+class OccupancyUnderflow(Conflict):
+    """Vacating an empty home: the stored occupancy disagrees with the placements."""
+
+    code = "occupancy-underflow"
+
+    def __init__(self, home: FosterHome) -> None:
+        super().__init__(f"foster home {home.id} has no occupied place to free")
+
+
+def validate_placement_transition(current: PlacementStatus, new: PlacementStatus) -> None:
+    """Raise :class:`InvalidPlacementTransition` (409, naming ``from`` and ``to``) unless the
+    table allows ``current -> new``."""
+    if new not in TRANSITIONS[current]:
+        raise InvalidPlacementTransition(current, new)
+
+
+def _choice(kind: type[enum.StrEnum], field: str, value: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in kind)
+        raise InvalidInput(f"{field} must be one of {allowed}; got {value!r}") from None
+
+
+def parse_status(value: str) -> PlacementStatus:
+    """The status named by ``value``, or :class:`InvalidInput` (422)."""
+    status: PlacementStatus = _choice(PlacementStatus, "status", value)
+    return status
+
+
+def parse_end_reason(value: str) -> EndReason:
+    """The end reason named by ``value``, or :class:`InvalidInput` (422)."""
+    reason: EndReason = _choice(EndReason, "end_reason", value)
+    return reason
+
+
+def _occupancy_within_capacity(home: FosterHome, attribute: Any, occupancy: int) -> None:
+    if not 0 <= occupancy <= home.capacity:
+        raise ValueError(f"occupancy {occupancy} outside 0..{home.capacity}")
+
+
+@attrs.frozen(kw_only=True)
+class FosterHome:
+    id: UUID
+    name: str
+    capacity: int = attrs.field(validator=attrs.validators.ge(1))
+    occupancy: int = attrs.field(validator=_occupancy_within_capacity)
+    created_by: UUID
+    created_at: datetime
+
+    @property
+    def is_full(self) -> bool:
+        return self.occupancy >= self.capacity
+
+
+def new_foster_home(*, id: UUID, name: str, capacity: int, created_by: UUID, now: datetime) -> FosterHome:
+    """A validated, empty home; :class:`InvalidInput` (422) on a bad name or capacity."""
+    name = name.strip()
+    if not name:
+        raise InvalidInput("name must not be empty")
+    if len(name) > FOSTER_HOME_NAME_MAX_LENGTH:
+        raise InvalidInput(f"name must be at most {FOSTER_HOME_NAME_MAX_LENGTH} characters")
+    if isinstance(capacity, bool) or capacity < 1:
+        raise InvalidInput("capacity must be an integer >= 1")
+    return FosterHome(id=id, name=name, capacity=capacity, occupancy=0, created_by=created_by, created_at=now)
+
+
+def occupy(home: FosterHome) -> FosterHome:
+    """One more active placement; :class:`FosterHomeAtCapacity` (409) when the home is full."""
+    if home.is_full:
+        raise FosterHomeAtCapacity(home)
+    return attrs.evolve(home, occupancy=home.occupancy + 1)
+
+
+def vacate(home: FosterHome) -> FosterHome:
+    """One active placement fewer; never below zero."""
+    if home.occupancy <= 0:
+        raise OccupancyUnderflow(home)
+    return attrs.evolve(home, occupancy=home.occupancy - 1)
+
+
+@attrs.frozen(kw_only=True)
+class Placement:
+    id: UUID
+    case_id: UUID
+    foster_home_id: UUID | None
+    status: PlacementStatus
+    start_date: date
+    end_reason: EndReason | None = None
+    ended_at: datetime | None = None
+    created_by: UUID
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def occupies_home(self) -> bool:
+        """True when this placement counts towards its home's occupancy."""
+        return self.status is PlacementStatus.ACTIVE

@@ -1,0 +1,192 @@
+"""Contact attachments under ``/v1`` (issue 5): multipart upload, metadata, streamed download."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+from uuid import UUID, uuid5
+
+from litestar import HttpMethod, Request, Response, get
+from litestar.datastructures import UploadFile
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath, FromQuery, MultipartBody
+from litestar.response import Stream
+
+from craig.domain.access import Principal
+from craig.domain.attachments import Attachment, UnsupportedUploadType, UploadTooLarge, content_disposition_attachment
+from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
+from craig.domain.errors import InvalidInput
+from craig.domain.fingerprint import cache_key
+from craig.domain.pages import PageRequest
+from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.problems import ProblemException
+from craig.entrypoints.http.routes.cases import CONTACT, page_json
+from craig.ports.object_store import Download
+
+ATTACHMENTS = f"{CONTACT}/attachments"
+ATTACHMENT = f"{ATTACHMENTS}/{{attachment_id:uuid}}"
+#: Names the attachment ids derived from idempotency slots (UUIDv5, see ``_retry_identity``).
+RETRY_ID_NAMESPACE = UUID("6c1f8a3e-3b0e-4d7a-9a51-0d5d9a1e2c47")
+
+
+class MissingFilePart(InvalidInput):
+    code = "attachment-file-missing"
+
+
+def attachment_json(attachment: Attachment) -> dict[str, Any]:
+    return {
+        "id": attachment.id,
+        "contact_id": attachment.contact_id,
+        "attachment_type": attachment.attachment_type,
+        "file_name": attachment.file_name,
+        "content_type": attachment.content_type,
+        "file_size": attachment.file_size,
+        "object_status": str(attachment.object_status),
+        "uploaded_by": attachment.uploaded_by,
+        "worker_name": attachment.worker_name,
+        "created_at": attachment.created_at,
+    }
+
+
+class AttachmentUploadRoute(HTTPRouteHandler):
+    """A POST whose body limit is ``attachments.max_bytes`` + multipart framing of the app that
+    serves it (the idempotency layer and Litestar both read ``request_max_body_size``, so a big
+    file gets 413 while it streams in, before it is read whole). A property, because route
+    handlers are made at import time and the limit is a setting."""
+
+    @property
+    def request_max_body_size(self) -> int:
+        try:
+            max_bytes = int(self.app.state.container.settings().attachments.max_bytes)
+        except (AttributeError, TypeError):  # not (yet) served by a Craig app
+            max_bytes = ATTACHMENT_MAX_BYTES
+        return max_bytes + ATTACHMENT_MULTIPART_OVERHEAD_BYTES
+
+    @request_max_body_size.setter
+    def request_max_body_size(self, value: object) -> None:
+        """Litestar assigns the decorator argument; the setting wins."""
+
+
+def _one_file(form: dict[str, Any]) -> UploadFile:
+    part = form.get("file")
+    if isinstance(part, list):
+        raise MissingFilePart("send exactly one `file` part")
+    if not isinstance(part, UploadFile):
+        raise MissingFilePart("send the file as multipart/form-data in a part named `file` (with a filename)")
+    return part
+
+
+def _retry_identity(request: Request[Any, Any, Any], principal: Principal) -> UUID | None:
+    """With an ``Idempotency-Key``, the attachment id is derived from the idempotency slot, so a
+    retry after a lost response or a crash resumes the first attempt instead of duplicating it."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    return uuid5(RETRY_ID_NAMESPACE, cache_key(principal.sub, "POST", request.scope["path"], key))
+
+
+def _optional_text(form: dict[str, Any], name: str) -> str | None:
+    value = form.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidInput(f"`{name}` must be a single text field")
+
+
+@AttachmentUploadRoute(
+    ATTACHMENTS, http_method=HttpMethod.POST, status_code=201, tags=["attachments"], summary="Upload an attachment"
+)
+async def upload_attachment(
+    case_id: FromPath[UUID],
+    contact_id: FromPath[UUID],
+    data: MultipartBody[dict[str, Any]],
+    request: Request[Any, Any, Any],
+    uow: UoW,
+    principal: Me,
+    container: AppContainer,
+) -> Response[dict[str, Any]]:
+    """multipart/form-data: `file` (required), `attachment_type` (optional). 413 when too large,
+    415 when the type is not allowed or the content does not match it, 422 when the file is empty
+    or missing, 503 when the object store failed (nothing kept: retry with the same
+    Idempotency-Key)."""
+    upload = _one_file(data)
+    attachment_type = _optional_text(data, "attachment_type")
+    try:
+        body = await upload.read()
+    finally:
+        await upload.close()
+    try:
+        attachment = await container.upload_attachment(uow=uow)(
+            principal,
+            case_id,
+            contact_id,
+            file_name=upload.filename or "",
+            content_type=upload.content_type or "",
+            body=body,
+            attachment_type=attachment_type,
+            attachment_id=_retry_identity(request, principal),
+        )
+    except UploadTooLarge as error:
+        raise ProblemException(413, error.code, error.detail, extra=error.problem_extra) from error
+    except UnsupportedUploadType as error:
+        raise ProblemException(415, error.code, error.detail, extra=error.problem_extra) from error
+    location = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments/{attachment.id}"
+    return Response(attachment_json(attachment), status_code=201, headers={"Location": location})
+
+
+@get(ATTACHMENTS, tags=["attachments"], summary="A contact's attachments")
+async def list_attachments(
+    case_id: FromPath[UUID],
+    contact_id: FromPath[UUID],
+    uow: UoW,
+    principal: Me,
+    container: AppContainer,
+    page: FromQuery[int] = 1,
+    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
+) -> dict[str, Any]:
+    """Every status: `pending` ones are still being stored (or are about to be reconciled)."""
+    found = await container.list_attachments(uow=uow)(principal, case_id, contact_id, PageRequest(page, per_page))
+    return page_json(found, attachment_json)
+
+
+@get(ATTACHMENT, tags=["attachments"], summary="An attachment's metadata")
+async def get_attachment(
+    case_id: FromPath[UUID],
+    contact_id: FromPath[UUID],
+    attachment_id: FromPath[UUID],
+    uow: UoW,
+    principal: Me,
+    container: AppContainer,
+) -> dict[str, Any]:
+    return attachment_json(await container.get_attachment(uow=uow)(principal, case_id, contact_id, attachment_id))
+
+
+async def _chunks(download: Download) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in download.chunks:
+            yield chunk
+    finally:
+        await download.aclose()
+
+
+@get(f"{ATTACHMENT}/content", tags=["attachments"], summary="Download an attachment")
+async def download_attachment(
+    case_id: FromPath[UUID],
+    contact_id: FromPath[UUID],
+    attachment_id: FromPath[UUID],
+    uow: UoW,
+    principal: Me,
+    container: AppContainer,
+) -> Stream:
+    """The blob, streamed, as an attachment (never rendered inline). 404 while pending or failed."""
+    attachment, download = await container.open_attachment(uow=uow)(principal, case_id, contact_id, attachment_id)
+    headers = {
+        "Content-Disposition": content_disposition_attachment(attachment.file_name),
+        "Content-Length": str(download.size),
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "private, no-store",
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+    }
+    return Stream(_chunks(download), media_type=attachment.content_type, headers=headers)
+
+
+ROUTES = [upload_attachment, list_attachments, get_attachment, download_attachment]

@@ -1,0 +1,237 @@
+"""``/v1/exchange``: partners, transactions and send jobs; translate HTTP to the exchange use cases.
+
+A failing partner read is a 502 problem naming the upstream path (seed: ``ApiError::upstream``);
+the body of a partner's answer of the wrong shape is ``upstream_deserialize``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from litestar import Response, get, post
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from craig.domain.constants import DEFAULT_PAGE_SIZE
+from craig.domain.exchange import SendJob
+from craig.domain.pages import Page, PageRequest
+from craig.domain.partner_records import PartnerRecord
+from craig.domain.partners import Partner
+from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.problems import ProblemException
+from craig.ports.exchange import UpstreamError
+from craig.usecases.exchange import PartnerRegistration
+
+TAGS = ["exchange"]
+
+
+class NewPartnerBody(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    base_url: str
+    token_url: str
+    client_id: str
+    client_secret: str
+    rate_limit_rpm: int | None = None
+    send_path: str | None = None
+    records_path: str | None = None
+
+
+class PartnerView(msgspec.Struct):
+    """A partner as the API shows it: the client secret is never returned."""
+
+    id: UUID
+    name: str
+    base_url: str
+    token_url: str
+    client_id: str
+    rate_limit_rpm: int | None
+    effective_rate_limit_rpm: int
+    send_path: str
+    records_path: str
+    created_at: datetime
+
+
+class PartnerPage(msgspec.Struct):
+    items: list[PartnerView]
+    page: int
+    per_page: int
+    total: int
+
+
+class RecordView(msgspec.Struct):
+    id: str
+    type: str
+    updated_at: datetime | None
+    data: dict[str, Any]
+
+
+class RecordPage(msgspec.Struct):
+    items: list[RecordView]
+    page: int
+    per_page: int
+    total: int
+
+
+class PartnerDetail(msgspec.Struct):
+    partner: PartnerView
+    recent_records: RecordPage
+    #: What could not be read (``"<partner> <path>: <why>"``); empty when everything answered.
+    degraded: list[str]
+
+
+class NewTransactionBody(msgspec.Struct, forbid_unknown_fields=True):
+    partner_ids: list[UUID]
+    payload: dict[str, Any]
+
+
+class JobSummary(msgspec.Struct):
+    id: UUID
+    partner_id: UUID
+    status: str
+    correlation_id: UUID
+
+
+class TransactionAccepted(msgspec.Struct):
+    id: UUID
+    jobs: list[JobSummary]
+
+
+class JobView(msgspec.Struct):
+    id: UUID
+    partner_id: UUID
+    status: str
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime
+    correlation_id: UUID
+    created_at: datetime
+    completed_at: datetime | None
+
+
+class TransactionView(msgspec.Struct):
+    id: UUID
+    created_by: UUID
+    created_at: datetime
+    jobs: list[JobView]
+
+
+def _partner(p: Partner) -> PartnerView:
+    return PartnerView(
+        id=p.id,
+        name=p.name,
+        base_url=p.base_url,
+        token_url=p.token_url,
+        client_id=p.client_id,
+        rate_limit_rpm=p.rate_limit_rpm,
+        effective_rate_limit_rpm=p.effective_rate_limit_rpm,
+        send_path=p.send_path,
+        records_path=p.records_path,
+        created_at=p.created_at,
+    )
+
+
+def _records(page: Page[PartnerRecord]) -> RecordPage:
+    items = [RecordView(r.id, r.type, r.updated_at, dict(r.data)) for r in page.items]
+    return RecordPage(items=items, page=page.page, per_page=page.per_page, total=page.total)
+
+
+def _job(job: SendJob) -> JobView:
+    return JobView(
+        id=job.id,
+        partner_id=job.partner_id,
+        status=str(job.status),
+        attempts=job.attempts,
+        last_error=job.last_error,
+        next_attempt_at=job.next_attempt_at,
+        correlation_id=job.correlation_id,
+        created_at=job.created_at,
+        completed_at=job.completed_at,
+    )
+
+
+@asynccontextmanager
+async def _upstream_as_502() -> AsyncIterator[None]:
+    try:
+        yield
+    except UpstreamError as error:
+        raise ProblemException(
+            502, error.code, f"the partner's {error.path} failed: {error.detail}", extra={"upstream_path": error.path}
+        ) from error
+
+
+@post("/exchange/partners", status_code=201, tags=TAGS, summary="Register a partner agency (admin)")
+async def register_partner(
+    data: JSONBody[NewPartnerBody], uow: UoW, principal: Me, container: AppContainer
+) -> Response[PartnerView]:
+    command = PartnerRegistration(**msgspec.structs.asdict(data))
+    partner = await container.register_partner(uow=uow)(principal, command)
+    return Response(_partner(partner), status_code=201, headers={"Location": f"/v1/exchange/partners/{partner.id}"})
+
+
+@get("/exchange/partners", tags=TAGS, summary="Partners by name, paginated")
+async def list_partners(
+    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+) -> PartnerPage:
+    result = await container.list_partners(uow=uow)(PageRequest(page=page, per_page=per_page))
+    return PartnerPage([_partner(p) for p in result.items], result.page, result.per_page, result.total)
+
+
+@get("/exchange/partners/{partner_id:uuid}", tags=TAGS, summary="A partner and a preview of its records")
+async def show_partner(partner_id: FromPath[UUID], uow: UoW, container: AppContainer) -> PartnerDetail:
+    overview = await container.show_partner(uow=uow)(partner_id)
+    return PartnerDetail(_partner(overview.partner), _records(overview.recent_records), overview.degraded)
+
+
+@get("/exchange/partners/{partner_id:uuid}/records", tags=TAGS, summary="One page of the partner's records")
+async def partner_records(
+    partner_id: FromPath[UUID],
+    uow: UoW,
+    container: AppContainer,
+    page: FromQuery[int] = 1,
+    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
+) -> RecordPage:
+    request = PageRequest(page=page, per_page=per_page)
+    async with _upstream_as_502():
+        return _records(await container.read_partner_records(uow=uow)(partner_id, request))
+
+
+@post("/exchange/transactions", status_code=202, tags=TAGS, summary="Send a payload to partners")
+async def start_transaction(
+    data: JSONBody[NewTransactionBody], uow: UoW, principal: Me, container: AppContainer
+) -> Response[TransactionAccepted]:
+    view = await container.start_exchange_transaction(uow=uow)(principal, data.partner_ids, data.payload)
+    body = TransactionAccepted(
+        id=view.transaction.id,
+        jobs=[JobSummary(j.id, j.partner_id, str(j.status), j.correlation_id) for j in view.jobs],
+    )
+    location = f"/v1/exchange/transactions/{view.transaction.id}"
+    return Response(body, status_code=202, headers={"Location": location})
+
+
+@get("/exchange/transactions/{transaction_id:uuid}", tags=TAGS, summary="A transaction and its send jobs")
+async def show_transaction(
+    transaction_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer
+) -> TransactionView:
+    view = await container.get_exchange_transaction(uow=uow)(principal, transaction_id)
+    t = view.transaction
+    return TransactionView(t.id, t.created_by, t.created_at, [_job(j) for j in view.jobs])
+
+
+@post("/exchange/jobs/{job_id:uuid}/retry", status_code=202, tags=TAGS, summary="Requeue a failed job (supervisor)")
+async def retry_job(job_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer) -> JobView:
+    return _job(await container.retry_send_job(uow=uow)(principal, job_id))
+
+
+ROUTES = [
+    register_partner,
+    list_partners,
+    show_partner,
+    partner_records,
+    start_transaction,
+    show_transaction,
+    retry_job,
+]

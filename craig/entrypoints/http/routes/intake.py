@@ -1,0 +1,91 @@
+"""``POST /intake/referrals``: the public referral form (no account, no JWT)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from litestar import Request, Response, post
+from litestar.params import JSONBody
+
+from craig.domain.constants import INTAKE_MAX_BODY_BYTES
+from craig.entrypoints.http.client_ip import client_ip, trusted_networks
+from craig.entrypoints.http.dependencies import AppContainer, UoW
+from craig.entrypoints.http.problems import ProblemException
+from craig.usecases.intake import RateLimited, ReferralForm
+
+TAGS = ["intake"]
+
+
+class ReporterBody(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    phone: str | None = None
+    email: str | None = None
+
+
+class ChildBody(msgspec.Struct, forbid_unknown_fields=True):
+    first_name: str
+    age: int | None = None
+
+
+class ReferralBody(msgspec.Struct, forbid_unknown_fields=True):
+    """``captcha_token`` is required only when the deployment sets ``require_captcha``."""
+
+    reporter: ReporterBody
+    child: ChildBody
+    concern: str
+    location: str | None = None
+    captcha_token: str | None = None
+
+
+class ReceiptView(msgspec.Struct):
+    id: UUID
+    priority: str | None
+    reference: str
+
+
+@post(
+    "/referrals",
+    status_code=202,
+    tags=TAGS,
+    summary="Report a concern about a child (public)",
+    description=(
+        "Public: no token. Answers 202 with the referral's id, its triage priority (null when no "
+        "rule matched) and a reference to quote when calling. 422 for an invalid form or a missing "
+        "captcha token, 403 when the captcha is rejected, 429 with Retry-After past the per-address "
+        "limit, 503 when the captcha provider cannot be reached."
+    ),
+    request_max_body_size=INTAKE_MAX_BODY_BYTES,
+    security=[],
+)
+async def submit_referral(
+    data: JSONBody[ReferralBody], request: Request[Any, Any, Any], uow: UoW, container: AppContainer
+) -> Response[ReceiptView]:
+    settings = container.settings().http
+    peer = request.client.host if request.client else None
+    address = client_ip(peer, request.headers.getall("x-forwarded-for", []), trusted_networks(settings.trusted_proxies))
+    form = ReferralForm(
+        reporter_name=data.reporter.name,
+        reporter_phone=data.reporter.phone,
+        reporter_email=data.reporter.email,
+        child_first_name=data.child.first_name,
+        child_age=data.child.age,
+        concern=data.concern,
+        location=data.location,
+        captcha_token=data.captcha_token,
+    )
+    try:
+        referral = await container.submit_referral(uow=uow)(form, address)
+    except RateLimited as limited:
+        raise ProblemException(
+            429,
+            "rate-limited",
+            limited.detail,
+            headers={"Retry-After": str(limited.retry_after_seconds)},
+        ) from None
+    receipt = ReceiptView(id=referral.id, priority=referral.priority, reference=referral.reference)
+    return Response(receipt, status_code=202)
+
+
+ROUTES = [submit_referral]

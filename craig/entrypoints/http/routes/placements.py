@@ -1,0 +1,156 @@
+"""``/v1/foster-homes`` and ``/v1/placements``: translate HTTP to the placement use cases."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from uuid import UUID
+
+import msgspec
+from litestar import Response, get, patch, post
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from craig.domain.constants import DEFAULT_PAGE_SIZE
+from craig.domain.pages import PageRequest
+from craig.domain.placement_changes import NewPlacement, PlacementPatch
+from craig.domain.placements import FosterHome, Placement
+from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+
+TAGS = ["placements"]
+
+
+class NewFosterHomeBody(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    capacity: int
+
+
+class FosterHomeView(msgspec.Struct):
+    id: UUID
+    name: str
+    capacity: int
+    occupancy: int
+    created_at: datetime
+
+
+class FosterHomePage(msgspec.Struct):
+    items: list[FosterHomeView]
+    page: int
+    per_page: int
+    total: int
+
+
+class NewPlacementBody(msgspec.Struct, forbid_unknown_fields=True):
+    case_id: UUID
+    status: str
+    start_date: date
+    foster_home_id: UUID | None = None
+
+
+class PlacementPatchBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Absent and ``null`` mean the same: leave as is."""
+
+    status: str | None = None
+    end_reason: str | None = None
+    foster_home_id: UUID | None = None
+
+
+class PlacementView(msgspec.Struct):
+    id: UUID
+    case_id: UUID
+    foster_home_id: UUID | None
+    status: str
+    start_date: date
+    end_reason: str | None
+    ended_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _home(home: FosterHome) -> FosterHomeView:
+    return FosterHomeView(
+        id=home.id, name=home.name, capacity=home.capacity, occupancy=home.occupancy, created_at=home.created_at
+    )
+
+
+def _placement(placement: Placement) -> PlacementView:
+    return PlacementView(
+        id=placement.id,
+        case_id=placement.case_id,
+        foster_home_id=placement.foster_home_id,
+        status=placement.status.value,
+        start_date=placement.start_date,
+        end_reason=placement.end_reason.value if placement.end_reason else None,
+        ended_at=placement.ended_at,
+        created_at=placement.created_at,
+        updated_at=placement.updated_at,
+    )
+
+
+@post("/foster-homes", status_code=201, tags=TAGS, summary="Register a foster home (supervisor, admin)")
+async def create_foster_home(
+    data: JSONBody[NewFosterHomeBody], uow: UoW, principal: Me, container: AppContainer
+) -> Response[FosterHomeView]:
+    home = await container.create_foster_home(uow=uow)(principal, name=data.name, capacity=data.capacity)
+    return Response(_home(home), status_code=201, headers={"Location": f"/v1/foster-homes/{home.id}"})
+
+
+@get("/foster-homes", tags=TAGS, summary="Foster homes by name, paginated")
+async def list_foster_homes(
+    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+) -> FosterHomePage:
+    result = await container.list_foster_homes(uow=uow)(PageRequest(page=page, per_page=per_page))
+    return FosterHomePage(
+        items=[_home(home) for home in result.items],
+        page=result.page,
+        per_page=result.per_page,
+        total=result.total,
+    )
+
+
+@get("/foster-homes/{home_id:uuid}", tags=TAGS, summary="One foster home")
+async def get_foster_home(home_id: FromPath[UUID], uow: UoW, container: AppContainer) -> FosterHomeView:
+    return _home(await container.get_foster_home(uow=uow)(home_id))
+
+
+@post("/placements", status_code=201, tags=TAGS, summary="Place a child of a case, planned or active")
+async def create_placement(
+    data: JSONBody[NewPlacementBody], uow: UoW, principal: Me, container: AppContainer
+) -> Response[PlacementView]:
+    command = NewPlacement.parse(
+        case_id=data.case_id, foster_home_id=data.foster_home_id, status=data.status, start_date=data.start_date
+    )
+    placement = await container.create_placement(uow=uow)(principal, command)
+    return Response(_placement(placement), status_code=201, headers={"Location": f"/v1/placements/{placement.id}"})
+
+
+@get("/placements/{placement_id:uuid}", tags=TAGS, summary="One placement")
+async def get_placement(
+    placement_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer
+) -> PlacementView:
+    return _placement(await container.get_placement(uow=uow)(principal, placement_id))
+
+
+@patch(
+    "/placements/{placement_id:uuid}",
+    tags=TAGS,
+    summary="Activate, end (with end_reason), cancel or move a placement",
+)
+async def update_placement(
+    placement_id: FromPath[UUID],
+    data: JSONBody[PlacementPatchBody],
+    uow: UoW,
+    principal: Me,
+    container: AppContainer,
+) -> PlacementView:
+    change = PlacementPatch.parse(status=data.status, end_reason=data.end_reason, foster_home_id=data.foster_home_id)
+    placement = await container.update_placement(uow=uow)(principal, placement_id, change)
+    return _placement(placement)
+
+
+ROUTES = [
+    create_foster_home,
+    list_foster_homes,
+    get_foster_home,
+    create_placement,
+    get_placement,
+    update_placement,
+]

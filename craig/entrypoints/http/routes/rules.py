@@ -1,0 +1,122 @@
+"""``/v1/rule-sets``: triage rule sets, versioned, and their evaluation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from litestar import Response, get, post
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from craig.domain.constants import DEFAULT_PAGE_SIZE
+from craig.domain.pages import PageRequest
+from craig.domain.rules import RuleSet
+from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+
+TAGS = ["rule sets"]
+
+
+class NewRuleSetBody(msgspec.Struct, forbid_unknown_fields=True):
+    """``rules``: an ordered list of ``{when, then}``; checked by the rule language (422)."""
+
+    name: str
+    rules: Any
+
+
+class EvaluateBody(msgspec.Struct, forbid_unknown_fields=True):
+    facts: dict[str, Any]
+
+
+class RuleSetView(msgspec.Struct):
+    name: str
+    version: int
+    rules: list[dict[str, Any]]
+    created_by: UUID
+    created_at: datetime
+
+
+class RuleSetSummaryView(msgspec.Struct):
+    name: str
+    version: int
+    rule_count: int
+    created_by: UUID
+    created_at: datetime
+
+
+class RuleSetPage(msgspec.Struct):
+    items: list[RuleSetSummaryView]
+    page: int
+    per_page: int
+    total: int
+
+
+class EvaluationView(msgspec.Struct):
+    decision: str | None
+    matched_rule: int | None
+    version: int
+
+
+def _view(rule_set: RuleSet) -> RuleSetView:
+    return RuleSetView(
+        name=rule_set.name,
+        version=rule_set.version,
+        rules=[dict(rule) for rule in rule_set.document],
+        created_by=rule_set.created_by,
+        created_at=rule_set.created_at,
+    )
+
+
+@post("/rule-sets", status_code=201, tags=TAGS, summary="Create a rule set, or its next version (supervisor, admin)")
+async def create_rule_set(
+    data: JSONBody[NewRuleSetBody], uow: UoW, principal: Me, container: AppContainer
+) -> Response[RuleSetView]:
+    rule_set = await container.create_rule_set(uow=uow)(principal, data.name, data.rules)
+    location = f"/v1/rule-sets/{rule_set.name}?version={rule_set.version}"
+    return Response(_view(rule_set), status_code=201, headers={"Location": location})
+
+
+@get("/rule-sets", tags=TAGS, summary="Every rule set's latest version, by name")
+async def list_rule_sets(
+    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+) -> RuleSetPage:
+    result = await container.list_rule_sets(uow=uow)(PageRequest(page=page, per_page=per_page))
+    return RuleSetPage(
+        items=[
+            RuleSetSummaryView(
+                name=s.name,
+                version=s.version,
+                rule_count=s.rule_count,
+                created_by=s.created_by,
+                created_at=s.created_at,
+            )
+            for s in result.items
+        ],
+        page=result.page,
+        per_page=result.per_page,
+        total=result.total,
+    )
+
+
+@get("/rule-sets/{name:str}", tags=TAGS, summary="A rule set: its latest version, or ?version=N")
+async def get_rule_set(
+    name: FromPath[str], uow: UoW, container: AppContainer, version: FromQuery[int | None] = None
+) -> RuleSetView:
+    return _view(await container.get_rule_set(uow=uow)(name, version))
+
+
+@post(
+    "/rule-sets/{name:str}/evaluate",
+    status_code=200,
+    tags=TAGS,
+    summary="Evaluate facts: the first matching rule decides",
+)
+async def evaluate_rule_set(
+    name: FromPath[str], data: JSONBody[EvaluateBody], uow: UoW, container: AppContainer
+) -> EvaluationView:
+    rule_set, evaluation = await container.evaluate_rule_set(uow=uow)(name, data.facts)
+    return EvaluationView(decision=evaluation.decision, matched_rule=evaluation.matched_rule, version=rule_set.version)
+
+
+ROUTES = [create_rule_set, list_rule_sets, get_rule_set, evaluate_rule_set]

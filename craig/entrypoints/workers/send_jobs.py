@@ -1,0 +1,34 @@
+"""The partner send-job worker loop (issue 7): poll every ``SEND_POLL_INTERVAL`` (1 s) for due
+jobs, at most ``exchange.max_concurrency`` dispatches at once in this process.
+
+On stop, the loop lets dispatches in flight finish (bounded) and records their outcomes, so a
+clean shutdown does not leave jobs to wait for their leases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+
+from craig.domain.constants import SEND_POLL_INTERVAL
+from craig.entrypoints.container import Container
+from craig.entrypoints.workers.runner import Loop
+from craig.usecases.send_jobs import SendJobWorker
+
+
+@attrs.frozen
+class SendJobLoop(Loop):
+    worker: SendJobWorker | None = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await super().run(stop)
+        finally:
+            if self.worker is not None:
+                await self.worker.finish()
+
+
+def send_job_loop(container: Container) -> Loop:
+    worker = container.send_job_worker()
+    return SendJobLoop("send-jobs", worker.run_once, SEND_POLL_INTERVAL, worker=worker)

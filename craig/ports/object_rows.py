@@ -1,0 +1,63 @@
+"""Rows that point at blobs written in two phases (seed: ``object_status``), as the scanner sees them.
+
+A table registers with the attachment scanner by offering this port on the unit of work
+(``contact_attachments`` is ``uow.attachments``); the scanner needs nothing else of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+
+@attrs.frozen
+class PendingObject:
+    """A ``pending`` row: its id, where its blob should be, and what size it must have."""
+
+    id: UUID
+    parent_id: UUID
+    object_key: str
+    size: int
+    created_at: datetime
+
+
+@attrs.frozen
+class PendingStats:
+    pending: int
+    oldest_pending_created_at: datetime | None
+    now: datetime
+
+
+class ObjectRows(Protocol):
+    """Every method runs in the unit of work's transaction; the caller commits."""
+
+    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
+        """Up to ``limit`` ``pending`` rows created before the DATABASE clock's ``now - grace``,
+        oldest first."""
+        ...
+
+    async def mark_present(self, row_id: UUID) -> bool:
+        """``pending`` -> ``present``; False when the row is gone or no longer pending."""
+        ...
+
+    async def mark_failed(self, row_id: UUID) -> bool:
+        """``pending`` -> ``failed``; False when the row is gone or no longer pending."""
+        ...
+
+    async def delete_pending(self, row_id: UUID) -> bool:
+        """Delete the row if it is still ``pending``. Of concurrent callers exactly one gets True,
+        so exactly one stages the failure event."""
+        ...
+
+    async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` that some row (any status) points at."""
+        ...
+
+    async def pending_stats(self) -> PendingStats:
+        """The ``pending`` backlog for metrics and ``craig status`` (``now`` is the database clock;
+        the seed's partial index on pending rows serves it)."""
+        ...

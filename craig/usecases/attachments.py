@@ -1,0 +1,226 @@
+"""Use cases: the two-phase attachment upload (seed "Phase 1"/"Phase 2"), reads and downloads.
+
+Phase 1 commits the ``pending`` row and ``cases.contact_attachment_uploaded`` *immediately*
+(``commit(immediately=True)``), even when the idempotency layer holds commits: the row must be
+durable before the blob exists, so a blob never exists without a row that the scanner can
+reconcile. Phase 2 puts the blob, then marks the row ``present`` in a normal (possibly held)
+commit. When the put fails, ONE compensating transaction deletes the pending row and stages
+``cases.contact_attachment_upload_failed``; the ``ObjectStoreUnavailable`` then answers 503
+and the client retries with the same Idempotency-Key. A crash between the phases leaves a
+``pending`` row; the attachment scanner settles it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+import structlog
+
+from craig.domain.access import Principal
+from craig.domain.attachments import (
+    Attachment,
+    ObjectStatus,
+    UploadValidation,
+    new_attachment,
+    validate_upload,
+)
+from craig.domain.constants import ATTACHMENT_DOWNLOAD_CHUNK_BYTES
+from craig.domain.errors import Conflict, NotFound
+from craig.domain.events import EventEnvelope
+from craig.domain.pages import Page, PageRequest
+from craig.ports.clock import Clock
+from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.object_store import Download, ObjectStore
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.cases import EVENT_SOURCE
+from craig.usecases.contacts import visible_contact
+from craig.usecases.events import new_event, stage_event
+from craig.usecases.ids import new_id
+
+log = structlog.get_logger(__name__)
+
+UPLOADED = "cases.contact_attachment_uploaded"
+UPLOAD_FAILED = "cases.contact_attachment_upload_failed"
+
+
+def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now: datetime) -> EventEnvelope:
+    return new_event(
+        source=EVENT_SOURCE,
+        type=UPLOAD_FAILED,
+        aggregate_type="contact_attachment",
+        aggregate_id=attachment_id,
+        payload={"attachment_id": str(attachment_id), "contact_id": str(contact_id), "reason": reason[:500]},
+        now=now,
+    )
+
+
+def _uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> EventEnvelope:
+    return new_event(
+        source=EVENT_SOURCE,
+        type=UPLOADED,
+        aggregate_type="contact_attachment",
+        aggregate_id=attachment.id,
+        payload={
+            "attachment_id": str(attachment.id),
+            "contact_id": str(attachment.contact_id),
+            "case_id": str(case_id),
+            "file_name": attachment.file_name,
+            "file_size": attachment.file_size,
+        },
+        now=now,
+    )
+
+
+class UploadAttachment:
+    """Validate, then run the two phases. Raises the validation errors of
+    :func:`craig.domain.attachments.validate_upload` before anything is written, ``NotFound``
+    for an invisible case or unknown contact, and ``ObjectStoreUnavailable`` after compensating.
+
+    A caller that may repeat the request (an idempotent retry) passes the same ``attachment_id``
+    each time: a repeat then resumes the earlier attempt instead of creating a second attachment
+    (its ``pending`` row, left by a crash or a lost response, is completed; a ``present`` one is
+    returned as it is).
+    """
+
+    def __init__(self, uow: UnitOfWork, object_store: ObjectStore, clock: Clock, validation: UploadValidation) -> None:
+        self.uow = uow
+        self.object_store = object_store
+        self.clock = clock
+        self.validation = validation
+
+    async def __call__(
+        self,
+        principal: Principal,
+        case_id: UUID,
+        contact_id: UUID,
+        *,
+        file_name: str,
+        content_type: str,
+        body: bytes,
+        attachment_type: str | None,
+        attachment_id: UUID | None = None,
+    ) -> Attachment:
+        media_type = validate_upload(content_type, body, self.validation)
+        now = self.clock.now()
+        draft = new_attachment(
+            id=attachment_id or new_id(),
+            case_id=case_id,
+            contact_id=contact_id,
+            attachment_type=attachment_type,
+            file_name=file_name,
+            content_type=media_type,
+            file_size=len(body),
+            uploaded_by=principal.sub,
+            worker_name=principal.name,
+            now=now,
+        )
+        async with self.uow:  # Phase 1
+            await visible_contact(self.uow, principal, case_id, contact_id)
+            earlier = await self.uow.attachments.get(contact_id, draft.id)
+            if earlier is None:
+                attachment = await self.uow.attachments.add(draft)
+                await stage_event(self.uow, _uploaded_event(attachment, case_id, now))
+                await self.uow.commit(immediately=True)
+        if earlier is not None:
+            if earlier.object_status is not ObjectStatus.PENDING:
+                return _settled(earlier)
+            attachment = earlier
+        try:  # Phase 2
+            await self.object_store.put(attachment.object_key, body, media_type)
+        except Exception as error:
+            await self._compensate(attachment, error)
+            raise
+        async with self.uow:
+            promoted = await self.uow.attachments.mark_present(attachment.id)
+            if promoted:
+                await self.uow.commit()
+                return attrs.evolve(attachment, object_status=ObjectStatus.PRESENT)
+            # A concurrent attempt settled it, or the scanner removed it (a put outlived grace).
+            current = await self.uow.attachments.get(contact_id, attachment.id)
+        if current is None:
+            raise await self._reconciled_away(attachment)
+        return _settled(current)
+
+    async def _compensate(self, attachment: Attachment, error: Exception) -> None:
+        log.warning("blob write failed after phase 1; compensating", attachment_id=str(attachment.id), error=str(error))
+        try:
+            async with self.uow:
+                if await self.uow.attachments.delete_pending(attachment.id):
+                    event = upload_failed_event(attachment.id, attachment.contact_id, str(error), self.clock.now())
+                    await stage_event(self.uow, event)
+                await self.uow.commit(immediately=True)
+        except Exception as compensation_error:
+            # The row stays pending; the scanner deletes it (HEAD 404) after the grace period.
+            log.error(
+                "compensation failed; the scanner will settle the row",
+                attachment_id=str(attachment.id),
+                error=str(compensation_error),
+            )
+
+    async def _reconciled_away(self, attachment: Attachment) -> ObjectStoreUnavailable:
+        """The put outlived the scanner's grace and the scanner removed the row: drop the blob
+        (best effort; else it is an orphan the scanner removes) and let the client retry."""
+        try:
+            await self.object_store.delete(attachment.object_key)
+        except ObjectStoreUnavailable:
+            pass
+        return ObjectStoreUnavailable("the upload took longer than the reconciliation grace period; retry it")
+
+
+def _settled(attachment: Attachment) -> Attachment:
+    if attachment.object_status is ObjectStatus.FAILED:
+        raise Conflict(
+            f"attachment {attachment.id} failed verification and is kept for an operator; "
+            "upload the file again with a new Idempotency-Key"
+        )
+    return attachment
+
+
+class GetAttachment:
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
+
+    async def __call__(self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID) -> Attachment:
+        async with self.uow:
+            await visible_contact(self.uow, principal, case_id, contact_id)
+            attachment = await self.uow.attachments.get(contact_id, attachment_id)
+        if attachment is None:
+            raise NotFound("attachment", attachment_id)
+        return attachment
+
+
+class ListAttachments:
+    """A contact's attachments, every status, oldest first."""
+
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
+
+    async def __call__(
+        self, principal: Principal, case_id: UUID, contact_id: UUID, page: PageRequest
+    ) -> Page[Attachment]:
+        async with self.uow:
+            await visible_contact(self.uow, principal, case_id, contact_id)
+            return await self.uow.attachments.list_for_contact(contact_id, page)
+
+
+class OpenAttachment:
+    """The attachment and its blob as a stream. ``NotFound`` unless it is ``present`` and its
+    blob exists. The database is not held while the blob streams."""
+
+    def __init__(self, uow: UnitOfWork, object_store: ObjectStore) -> None:
+        self.uow = uow
+        self.object_store = object_store
+
+    async def __call__(
+        self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID
+    ) -> tuple[Attachment, Download]:
+        attachment = await GetAttachment(self.uow)(principal, case_id, contact_id, attachment_id)
+        if not attachment.downloadable:
+            raise NotFound("attachment", attachment_id)
+        download = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
+        if download is None:
+            log.error("present attachment has no blob", attachment_id=str(attachment.id))
+            raise NotFound("attachment", attachment_id)
+        return attachment, download

@@ -1,0 +1,142 @@
+"""Public intake: a referral from anyone, without an account.
+
+In order, so the cheap refusals come first and no transaction waits on a third party:
+
+1. the per-client-IP rate limit (its own short transaction, shared by every instance);
+2. validation of the form;
+3. the captcha, only when ``require_captcha`` (the provider is called outside any transaction);
+4. one transaction: score with the ``intake-triage`` rule set, store the referral with its
+   personal details encrypted, and stage ``intake.referral_received`` (no personal details in
+   the event: it travels through the broker in clear).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
+from craig.domain.errors import DomainError, Forbidden, InvalidInput
+from craig.domain.events import EventEnvelope
+from craig.domain.intake import Referral, new_child, new_referral, new_reporter, triage_facts, triaged
+from craig.domain.rules import Evaluation
+from craig.ports.captcha import CaptchaVerifier
+from craig.ports.clock import Clock
+from craig.ports.rate_limit import RateLimiter
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.events import new_event, stage_event
+from craig.usecases.ids import new_id
+from craig.usecases.rule_cache import RuleSetCache
+from craig.usecases.rules import current_rule_set
+
+SOURCE = "craig-intake"
+REFERRAL_RECEIVED = "intake.referral_received"
+
+
+class RateLimited(DomainError):
+    """Too many referrals from one client IP (HTTP 429 with ``Retry-After``)."""
+
+    code = "rate-limited"
+
+    def __init__(self, retry_after_seconds: int) -> None:
+        super().__init__(f"too many referrals from this address; retry after {retry_after_seconds} s")
+        self.retry_after_seconds = retry_after_seconds
+
+
+class CaptchaRequired(InvalidInput):
+    code = "captcha-required"
+
+
+class CaptchaRejected(Forbidden):
+    code = "captcha-rejected"
+
+
+@attrs.frozen
+class IntakePolicy:
+    require_captcha: bool
+    rate_limit: int
+    rate_window: timedelta
+
+
+@attrs.frozen(kw_only=True)
+class ReferralForm:
+    """What ``POST /intake/referrals`` carries, not yet validated."""
+
+    reporter_name: str
+    reporter_phone: str | None = None
+    reporter_email: str | None = None
+    child_first_name: str
+    child_age: int | None = None
+    concern: str
+    location: str | None = None
+    captcha_token: str | None = None
+
+
+class SubmitReferral:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        limiter: RateLimiter,
+        captcha: CaptchaVerifier,
+        cache: RuleSetCache,
+        clock: Clock,
+        policy: IntakePolicy,
+    ) -> None:
+        self.uow = uow
+        self.limiter = limiter
+        self.captcha = captcha
+        self.cache = cache
+        self.clock = clock
+        self.policy = policy
+
+    async def __call__(self, form: ReferralForm, client_ip: str | None) -> Referral:
+        """The stored referral. Raises ``RateLimited``, ``InvalidInput`` (422),
+        ``CaptchaRequired`` (422), ``CaptchaRejected`` (403), or ``Unavailable`` (503)."""
+        bucket = f"intake:{client_ip or 'unknown'}"
+        decision = await self.limiter.hit(bucket, self.policy.rate_limit, self.policy.rate_window)
+        if not decision.allowed:
+            raise RateLimited(decision.retry_after_seconds)
+        reporter = new_reporter(form.reporter_name, form.reporter_phone, form.reporter_email)
+        child = new_child(form.child_first_name, form.child_age)
+        referral = new_referral(
+            id=new_id(),
+            reporter=reporter,
+            child=child,
+            concern=form.concern,
+            location=form.location,
+            now=self.clock.now(),
+        )
+        if self.policy.require_captcha:
+            token = (form.captcha_token or "").strip()
+            if not token:
+                raise CaptchaRequired("captcha_token is required")
+            if not await self.captcha.verify(token, client_ip):
+                raise CaptchaRejected("the captcha was not accepted; solve it again")
+        async with self.uow:
+            rule_set = await current_rule_set(self.uow, self.cache, INTAKE_TRIAGE_RULE_SET)
+            if rule_set is None:
+                referral = triaged(referral, Evaluation(None, None), None)
+            else:
+                referral = triaged(referral, rule_set.evaluate(triage_facts(referral)), rule_set.version)
+            await self.uow.referrals.add(referral)
+            await stage_event(self.uow, received_event(referral))
+            await self.uow.commit()
+        return referral
+
+
+def received_event(referral: Referral) -> EventEnvelope:
+    return new_event(
+        source=SOURCE,
+        type=REFERRAL_RECEIVED,
+        aggregate_type="referral",
+        aggregate_id=referral.id,
+        payload={
+            "referral_id": str(referral.id),
+            "reference": referral.reference,
+            "priority": referral.priority,
+            "triage_version": referral.triage_version,
+            "received_at": referral.received_at.isoformat(),
+        },
+        now=referral.received_at,
+    )

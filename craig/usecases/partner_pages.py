@@ -1,0 +1,113 @@
+"""Reading a partner's paginated API (seed: ``fetch_page`` / ``fetch_page_or_empty``).
+
+``fetch_page`` parses the page into typed items; an upstream failure raises
+:class:`UpstreamError` naming the path, a body of the wrong shape :class:`UpstreamDeserializeError`
+(both answered 502). ``fetch_page_or_empty`` returns an empty page instead, logs a warning, and
+says what degraded, so a response built on it never shows an outage as "no data".
+Reads share the partner's rate limit with the send-job workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+import attrs
+import structlog
+
+from craig.domain.constants import PARTNER_READ_MAX_RATE_WAIT, PARTNER_RECORDS_PREVIEW_SIZE
+from craig.domain.errors import NotFound
+from craig.domain.pages import Page, PageRequest
+from craig.domain.partner_records import PartnerRecord, parse_page, parse_record
+from craig.domain.partners import Partner
+from craig.ports.exchange import PartnerGateway, PartnerRateLimited, UpstreamDeserializeError, UpstreamError
+from craig.ports.unit_of_work import UnitOfWork
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+@attrs.frozen
+class PartnerApi:
+    """The gateway, and the unit of work whose short transactions take rate-limit slots."""
+
+    gateway: PartnerGateway
+    uow: UnitOfWork
+
+    async def pace(self, partner: Partner) -> None:
+        async with self.uow:  # never open around the HTTP call: only around the reservation
+            [slot] = await self.uow.partner_rate_limits.reserve(
+                partner.id, partner.effective_rate_limit_rpm, 1, PARTNER_READ_MAX_RATE_WAIT
+            )
+            await self.uow.commit()
+        if not slot.granted:
+            raise PartnerRateLimited(partner.name, slot.wait)
+        if slot.wait.total_seconds() > 0:
+            await asyncio.sleep(slot.wait.total_seconds())
+
+
+async def fetch_page(
+    api: PartnerApi, partner: Partner, path: str, page: PageRequest, parse_item: Callable[[Any], T]
+) -> Page[T]:
+    params = {"page": str(page.page), "per_page": str(page.per_page)}
+    raw = await api.gateway.get_json(partner, path, params, lambda: api.pace(partner))
+    try:
+        return parse_page(raw, parse_item)
+    except ValueError as error:
+        raise UpstreamDeserializeError(path, str(error)) from error
+
+
+async def fetch_page_or_empty(
+    api: PartnerApi, partner: Partner, path: str, page: PageRequest, parse_item: Callable[[Any], T]
+) -> tuple[Page[T], list[str]]:
+    """The page and ``[]``, or an empty page and what degraded (``"<partner> <path>: <why>"``)."""
+    try:
+        return await fetch_page(api, partner, path, page, parse_item), []
+    except (UpstreamError, PartnerRateLimited) as error:
+        log.warning("fetch_page_or_empty: returning an empty page", partner=partner.name, path=path, error=str(error))
+        return Page.empty(page), [f"{partner.name} {path}: {error}"]
+
+
+async def _partner(uow: UnitOfWork, partner_id: UUID) -> Partner:
+    async with uow:  # a short read; the partner is called after the transaction ends
+        partner = await uow.partners.get(partner_id)
+    if partner is None:
+        raise NotFound("partner", partner_id)
+    return partner
+
+
+class ReadPartnerRecords:
+    """One page of the partner's records, through ``fetch_page`` (502 when the partner fails)."""
+
+    def __init__(self, uow: UnitOfWork, gateway: PartnerGateway) -> None:
+        self.uow = uow
+        self.api = PartnerApi(gateway, uow)
+
+    async def __call__(self, partner_id: UUID, page: PageRequest) -> Page[PartnerRecord]:
+        partner = await _partner(self.uow, partner_id)
+        return await fetch_page(self.api, partner, partner.records_path, page, parse_record)
+
+
+@attrs.frozen
+class PartnerOverview:
+    partner: Partner
+    recent_records: Page[PartnerRecord]
+    degraded: list[str]
+
+
+class ShowPartner:
+    """A partner with a preview of its records through ``fetch_page_or_empty``: when the partner
+    is down the partner is still shown, with an empty preview and ``degraded`` saying why."""
+
+    def __init__(self, uow: UnitOfWork, gateway: PartnerGateway) -> None:
+        self.uow = uow
+        self.api = PartnerApi(gateway, uow)
+
+    async def __call__(self, partner_id: UUID) -> PartnerOverview:
+        partner = await _partner(self.uow, partner_id)
+        preview, degraded = await fetch_page_or_empty(
+            self.api, partner, partner.records_path, PageRequest(1, PARTNER_RECORDS_PREVIEW_SIZE), parse_record
+        )
+        return PartnerOverview(partner, preview, degraded)

@@ -1,0 +1,64 @@
+"""The send-job worker's tunables and the events it stages (``exchange.sent``, ``exchange.send_failed``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+import attrs
+
+from craig.domain.constants import (
+    SEND_BACKOFF_SCHEDULE,
+    SEND_LEASE,
+    SEND_MAX_ATTEMPTS,
+    SEND_MAX_CONCURRENCY,
+    SEND_MAX_RATE_WAIT,
+    SEND_RECOVER_BATCH,
+    SEND_RECOVER_INTERVAL,
+)
+from craig.domain.events import EventEnvelope
+from craig.domain.exchange import AttemptDecision, SendJob
+from craig.usecases.events import new_event
+
+EVENT_SOURCE = "craig-exchange"
+#: ``observer(outcome, seconds)``: outcome is sent, retry, failed, deferred or lost.
+Observer = Callable[[str, float], None]
+
+
+@attrs.frozen
+class SendPolicy:
+    lease: timedelta = SEND_LEASE
+    max_attempts: int = SEND_MAX_ATTEMPTS
+    max_concurrency: int = SEND_MAX_CONCURRENCY
+    #: A claimed job whose rate-limit slot is further away is given back (``defer``).
+    max_rate_wait: timedelta = SEND_MAX_RATE_WAIT
+    recover_interval: timedelta = SEND_RECOVER_INTERVAL
+    recover_batch: int = SEND_RECOVER_BATCH
+    #: The seed's schedule; tests pass a faster one.
+    backoff: Sequence[timedelta] = SEND_BACKOFF_SCHEDULE
+
+    @property
+    def dispatch_deadline(self) -> timedelta:
+        """A dispatch (token, rate wait, POST, one 401 retry) is abandoned after this."""
+        return self.lease - min(timedelta(seconds=5), self.lease / 10)
+
+
+def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> EventEnvelope:
+    """``exchange.sent`` or ``exchange.send_failed`` for a job as recorded."""
+    return new_event(
+        source=EVENT_SOURCE,
+        type=decision.event_type or "",
+        aggregate_type="exchange_send_job",
+        aggregate_id=job.id,
+        payload={
+            "job_id": str(job.id),
+            "transaction_id": str(job.transaction_id),
+            "partner_id": str(job.partner_id),
+            "correlation_id": str(job.correlation_id),
+            "attempts": job.attempts,
+            "status": str(job.status),
+            "last_error": job.last_error,
+        },
+        now=now,
+        correlation_id=job.correlation_id,
+    )

@@ -1,0 +1,147 @@
+"""Contract of PartnerRepository, TransactionRepository and PartnerRateLimits, on every adapter
+(memory and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from craig.adapters.memory.uow import MemoryUnitOfWork
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.pages import PageRequest
+from craig.ports.unit_of_work import UnitOfWork
+from tests.support.backends import Backend
+from tests.support.exchange_data import a_partner, add_partner, add_transaction
+
+pytestmark = pytest.mark.contract
+
+
+class ReversingCipher:
+    """A stand-in cipher whose output is easy to recognise at rest."""
+
+    def encrypt(self, plaintext: str) -> str:
+        return "enc:" + plaintext[::-1]
+
+    def decrypt(self, stored: str) -> str:
+        assert stored.startswith("enc:"), "stored value was not encrypted"
+        return stored[4:][::-1]
+
+
+def ciphered_uow(backend: Backend) -> UnitOfWork:
+    if backend.memory is not None:
+        return MemoryUnitOfWork(backend.memory, cipher=ReversingCipher())
+    assert backend.postgres is not None
+    return PostgresUnitOfWork(backend.postgres, cipher=ReversingCipher())
+
+
+async def stored_secret(backend: Backend, partner_id: uuid.UUID) -> str:
+    if backend.memory is not None:
+        async with backend.memory.transaction() as tx:
+            return str(tx.get("partners", partner_id).client_secret)
+    assert backend.postgres is not None
+    async with backend.postgres.transaction() as conn:
+        query = text("SELECT client_secret FROM partners WHERE id = :id")
+        return str((await conn.execute(query, {"id": partner_id})).scalar_one())
+
+
+async def test_client_secret_is_encrypted_at_rest_and_decrypted_on_read(backend: Backend) -> None:
+    partner = a_partner(client_secret="top-secret")
+    uow = ciphered_uow(backend)
+    async with uow:
+        assert await uow.partners.add(partner)
+        await uow.commit()
+    assert await stored_secret(backend, partner.id) == "enc:terces-pot"
+    uow = ciphered_uow(backend)
+    async with uow:
+        assert (await uow.partners.get(partner.id)) == partner
+        assert (await uow.partners.get_many([partner.id]))[partner.id].client_secret == "top-secret"
+
+
+async def test_partner_names_are_unique(backend: Backend) -> None:
+    await add_partner(backend, a_partner("County"))
+    uow = backend.uow()
+    async with uow:
+        assert not await uow.partners.add(a_partner("County"))
+
+
+async def test_partners_list_by_name_with_total_and_get_many_skips_unknown(backend: Backend) -> None:
+    for name in ("b-agency", "a-agency", "c-agency"):
+        await add_partner(backend, a_partner(name, rate_limit_rpm=120))
+    uow = backend.uow()
+    async with uow:
+        page = await uow.partners.list(PageRequest(page=1, per_page=2))
+        rest = await uow.partners.list(PageRequest(page=2, per_page=2))
+        found = await uow.partners.get_many([page.items[0].id, uuid.uuid4()])
+        missing = await uow.partners.get(uuid.uuid4())
+    assert [p.name for p in page.items] == ["a-agency", "b-agency"] and page.total == 3
+    assert [p.name for p in rest.items] == ["c-agency"]
+    assert list(found) == [page.items[0].id] and missing is None
+    assert page.items[0].rate_limit_rpm == 120
+
+
+async def test_transactions_round_trip(backend: Backend) -> None:
+    partner = await add_partner(backend)
+    transaction, _ = await add_transaction(backend, [partner.id], {"case": "c-9", "items": [1, "two"]})
+    uow = backend.uow()
+    async with uow:
+        stored = await uow.exchange_transactions.get(transaction.id)
+        assert await uow.exchange_transactions.get(uuid.uuid4()) is None
+    assert stored == transaction
+
+
+async def reserve(backend: Backend, key: uuid.UUID, rate: int, count: int, max_wait: timedelta) -> list[Any]:
+    uow = backend.uow()
+    async with uow:
+        slots = await uow.partner_rate_limits.reserve(key, rate, count, max_wait)
+        await uow.commit()
+    return slots
+
+
+async def test_rate_limiter_grants_consecutive_slots_within_max_wait(backend: Backend) -> None:
+    slots = await reserve(backend, uuid.uuid4(), 60, 5, timedelta(seconds=2.5))
+    assert [s.granted for s in slots] == [True, True, True, False, False]
+    waits = [s.wait.total_seconds() for s in slots]
+    assert waits[0] == pytest.approx(0, abs=0.05)
+    assert waits[1] == pytest.approx(1, abs=0.05) and waits[2] == pytest.approx(2, abs=0.05)
+    assert waits[3] == waits[4] == pytest.approx(3, abs=0.05)
+
+
+async def test_a_denied_reservation_consumes_nothing_and_time_frees_slots(backend: Backend) -> None:
+    key, rate = uuid.uuid4(), 600  # one slot per 0.1 s
+    first = await reserve(backend, key, rate, 3, timedelta(0))
+    assert [s.granted for s in first] == [True, False, False]
+    denied = await reserve(backend, key, rate, 1, timedelta(0))
+    assert not denied[0].granted
+    await backend.sleep(0.15)
+    [again] = await reserve(backend, key, rate, 1, timedelta(0))
+    assert again.granted and again.wait == timedelta(0)
+
+
+async def test_a_reservation_rolled_back_takes_nothing(backend: Backend) -> None:
+    key = uuid.uuid4()
+    uow = backend.uow()
+    async with uow:
+        await uow.partner_rate_limits.reserve(key, 1, 1, timedelta(0))  # no commit
+    [slot] = await reserve(backend, key, 1, 1, timedelta(0))
+    assert slot.granted and slot.wait == timedelta(0)
+
+
+async def test_keys_are_independent(backend: Backend) -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    await reserve(backend, a, 1, 1, timedelta(0))
+    [slot] = await reserve(backend, b, 1, 1, timedelta(0))
+    assert slot.granted and slot.wait == timedelta(0)
+
+
+async def test_concurrent_reservations_never_share_a_slot(backend: Backend) -> None:
+    key = uuid.uuid4()
+    results = await asyncio.gather(*(reserve(backend, key, 60, 1, timedelta(minutes=1)) for _ in range(20)))
+    waits = sorted(r[0].wait.total_seconds() for r in results)
+    assert all(r[0].granted for r in results)
+    # One slot per second: the n-th reservation waits about n seconds (less what elapsed meanwhile).
+    assert [round(w) for w in waits] == list(range(20))

@@ -1,0 +1,120 @@
+"""Contract of PartnerGateway (its one adapter, httpx) against the fake partner on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import attrs
+import pytest
+
+from craig.adapters.partners.http import HttpPartnerGateway
+from craig.domain.exchange import PartnerAnswer, TransportFailure, Verdict, classify
+from craig.domain.partners import Partner
+from craig.ports.exchange import Delivery, UpstreamDeserializeError, UpstreamError
+from tests.support.apps import free_port
+from tests.support.exchange_data import a_partner
+from tests.support.fake_partner import CLIENT_ID, CLIENT_SECRET, FakePartner, serving_partner
+
+pytestmark = pytest.mark.contract
+
+
+@attrs.define
+class Setup:
+    fake: FakePartner
+    partner: Partner
+    gateway: HttpPartnerGateway
+    paced: int = 0
+
+    async def pace(self) -> None:
+        self.paced += 1
+
+    async def send(self, correlation: uuid.UUID | None = None) -> PartnerAnswer | TransportFailure:
+        delivery = Delivery(correlation or uuid.uuid4(), {"case": "c-1"})
+        return await self.gateway.send(self.partner, delivery, self.pace)
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[Setup]:
+    async with serving_partner() as (fake, base):
+        partner = a_partner(base_url=base, client_id=CLIENT_ID, client_secret=CLIENT_SECRET)
+        gateway = HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=0.5, max_connections=10)
+        try:
+            yield Setup(fake, partner, gateway)
+        finally:
+            await gateway.aclose()
+
+
+async def test_a_post_carries_the_correlation_id_and_a_bearer_token(setup: Setup) -> None:
+    correlation = uuid.uuid4()
+    result = await setup.send(correlation)
+    assert result == PartnerAnswer(201, None, '{"received":"' + str(correlation) + '"}')
+    [received] = setup.fake.received
+    assert received.correlation_id == str(correlation) and received.token in setup.fake.tokens
+    assert setup.paced == 1
+
+
+async def test_concurrent_sends_share_one_token(setup: Setup) -> None:
+    results = await asyncio.gather(*(setup.send() for _ in range(10)))
+    assert all(classify(r) is Verdict.SENT for r in results)
+    assert len(setup.fake.tokens) == 1
+
+
+async def test_a_401_forces_one_refresh_and_one_retry(setup: Setup) -> None:
+    await setup.send()
+    setup.fake.expire_tokens()
+    result = await setup.send()
+    assert classify(result) is Verdict.SENT
+    assert len(setup.fake.tokens) == 2 and setup.fake.unauthorized == 1
+    assert setup.paced == 3  # the retry waited for a rate-limit slot of its own
+
+
+async def test_partner_errors_are_results_with_retry_after(setup: Setup) -> None:
+    setup.fake.throttle_next, setup.fake.retry_after_seconds = 1, 42
+    throttled = await setup.send()
+    assert isinstance(throttled, PartnerAnswer) and throttled.status == 429
+    assert throttled.retry_after == timedelta(seconds=42)
+    setup.fake.fail_each, setup.fake.fail_status = 1, 400
+    rejected = await setup.send()
+    assert isinstance(rejected, PartnerAnswer) and rejected.status == 400
+    assert classify(rejected) is Verdict.FAIL
+
+
+async def test_a_slow_partner_is_a_timeout(setup: Setup) -> None:
+    setup.fake.delay_seconds = 1
+    result = await setup.send()
+    assert isinstance(result, TransportFailure) and result.kind == "timeout"
+
+
+async def test_an_unreachable_partner_is_a_connection_failure(setup: Setup) -> None:
+    dead = attrs.evolve(setup.partner, base_url=f"http://127.0.0.1:{free_port()}")
+    result = await setup.gateway.send(dead, Delivery(uuid.uuid4(), {}), setup.pace)
+    assert isinstance(result, TransportFailure) and result.kind == "connection"
+
+
+async def test_bad_credentials_fail_at_the_token_endpoint(setup: Setup) -> None:
+    wrong = attrs.evolve(setup.partner, client_secret="wrong")
+    result = await setup.gateway.send(wrong, Delivery(uuid.uuid4(), {}), setup.pace)
+    assert isinstance(result, PartnerAnswer) and result.status == 401
+    assert result.detail.startswith("token endpoint: ") and classify(result) is Verdict.FAIL
+    assert setup.fake.received == []
+
+
+async def test_get_json_returns_the_body_or_raises_upstream_errors(setup: Setup) -> None:
+    setup.fake.records = [{"id": "1", "type": "case"}]
+    body = await setup.gateway.get_json(setup.partner, "/records", {"page": "1", "per_page": "5"}, setup.pace)
+    assert body == {"items": [{"id": "1", "type": "case"}], "page": 1, "per_page": 5, "total": 1}
+    setup.fake.records_status = 503
+    with pytest.raises(UpstreamError) as failed:
+        await setup.gateway.get_json(setup.partner, "/records", {}, setup.pace)
+    assert failed.value.path == "/records" and "503" in failed.value.detail
+    assert not isinstance(failed.value, UpstreamDeserializeError)
+
+
+async def test_get_json_of_a_body_that_is_not_json(setup: Setup) -> None:
+    setup.fake.records_text = "<html>maintenance</html>"
+    with pytest.raises(UpstreamDeserializeError) as failed:
+        await setup.gateway.get_json(setup.partner, "/records", {}, setup.pace)
+    assert failed.value.code == "upstream_deserialize" and failed.value.path == "/records"

@@ -1,0 +1,170 @@
+"""The two-phase upload and the scanner against real PostgreSQL and a real S3 (SeaweedFS)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import attrs
+import pytest
+from sqlalchemy import text
+
+from craig.adapters.clock import SystemClock
+from craig.adapters.objectstore.minio import MinioObjectStore
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.access import Principal, Role
+from craig.domain.attachments import Attachment, UploadValidation, new_attachment
+from craig.domain.contacts import Contact
+from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.object_store import ObjectStore
+from craig.usecases.attachments import UploadAttachment
+from craig.usecases.cases import OpenCase
+from craig.usecases.contacts import RecordContact
+from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from tests.support.apps import free_port
+from tests.support.files import png_bytes
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3]
+
+PNG = png_bytes()
+FAILED = "cases.contact_attachment_upload_failed"
+
+
+@attrs.define
+class Stack:
+    db: PostgresDatabase
+    s3: MinioObjectStore
+    clock: SystemClock = attrs.field(factory=SystemClock)
+
+    def uow(self) -> PostgresUnitOfWork:
+        return PostgresUnitOfWork(self.db)
+
+    async def sql(self, query: str, **params: Any) -> list[Any]:
+        async with self.db.transaction() as conn:
+            return list((await conn.execute(text(query), params)).all())
+
+    async def keys(self) -> set[str]:
+        return {o.key async for o in self.s3.list("cases/contacts/")}
+
+    async def contact(self) -> tuple[Principal, Contact]:
+        ann = Principal(uuid.uuid4(), "Ann", Role.CASEWORKER)
+        case = await OpenCase(self.uow(), self.clock)(ann, title="Doe", family_name=None, opened_at=None)
+        contact = await RecordContact(self.uow(), self.clock)(
+            ann, case.id, contact_type="home_visit", occurred_at=self.clock.now(), summary="ok"
+        )
+        return ann, contact
+
+    async def pending(self, contact: Contact, name: str, size: int) -> Attachment:
+        uow = self.uow()
+        async with uow:
+            row = await uow.attachments.add(
+                new_attachment(
+                    id=uuid.uuid4(),
+                    case_id=contact.case_id,
+                    contact_id=contact.id,
+                    attachment_type=None,
+                    file_name=name,
+                    content_type="text/plain",
+                    file_size=size,
+                    uploaded_by=contact.created_by,
+                    worker_name="Ann",
+                    now=self.clock.now(),
+                )
+            )
+            await uow.commit()
+        return row
+
+    def scanner(self, grace: timedelta, store: ObjectStore | None = None) -> AttachmentScanner:
+        return AttachmentScanner(store or self.s3, self.uow, self.clock, grace, REGISTERED_TABLES)
+
+
+@pytest.fixture
+async def stack(pg_url: str, s3_server: Any, s3_bucket: str) -> AsyncIterator[Stack]:
+    db = PostgresDatabase(pg_url)
+    store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
+    try:
+        yield Stack(db, store)
+    finally:
+        await db.dispose()
+
+
+class FailingPut(MinioObjectStore):
+    """The real S3 store whose put fails: before writing, or after the bytes landed (a timeout)."""
+
+    def __init__(self, real: MinioObjectStore, *, lands: bool) -> None:
+        self.__dict__.update(real.__dict__)
+        self.lands = lands
+
+    async def put(self, key: str, data: bytes, content_type: str) -> None:
+        if self.lands:
+            await super().put(key, data, content_type)
+        raise ObjectStoreUnavailable("S3 put timed out")
+
+
+@pytest.mark.parametrize("lands", [False, True], ids=["nothing-written", "written-then-timeout"])
+async def test_a_failing_put_leaves_no_present_row_without_a_blob(stack: Stack, lands: bool) -> None:
+    ann, contact = await stack.contact()
+    held = stack.uow()
+    held.hold_commits()  # as the idempotency layer does
+    upload = UploadAttachment(held, FailingPut(stack.s3, lands=lands), stack.clock, UploadValidation())
+    with pytest.raises(ObjectStoreUnavailable):
+        await upload(
+            ann,
+            contact.case_id,
+            contact.id,
+            file_name="p.png",
+            content_type="image/png",
+            body=PNG,
+            attachment_type=None,
+        )
+    await held.release(commit=False)  # a 5xx: the idempotency layer rolls back what it holds
+
+    assert await stack.sql("SELECT id FROM contact_attachments") == []
+    events = await stack.sql("SELECT event_type, envelope->'payload'->>'attachment_id' FROM event_outbox ORDER BY seq")
+    kinds = [kind for kind, _ in events if kind.startswith("cases.contact_attachment")]
+    assert kinds == ["cases.contact_attachment_uploaded", FAILED]
+    assert len({attachment_id for kind, attachment_id in events if kind.startswith("cases.contact_attachment")}) == 1
+    assert len(await stack.keys()) == (1 if lands else 0)
+
+    report = await stack.scanner(timedelta(0)).run_once()  # the landed blob is an orphan: removed
+    assert report.orphans_removed == (1 if lands else 0) and await stack.keys() == set()
+
+
+async def test_a_scanner_pass_settles_each_pending_case(stack: Stack) -> None:
+    _, contact = await stack.contact()
+    stored = await stack.pending(contact, "stored.txt", 5)
+    await stack.s3.put(stored.object_key, b"12345", "text/plain")
+    missing = await stack.pending(contact, "missing.txt", 5)
+    odd = await stack.pending(contact, "odd.txt", 5)
+    await stack.s3.put(odd.object_key, b"1234567", "text/plain")
+    orphan = f"cases/contacts/{contact.case_id}/{contact.id}/{uuid.uuid4()}/orphan.txt"
+    await stack.s3.put(orphan, b"left over", "text/plain")
+    unreachable = MinioObjectStore(f"127.0.0.1:{free_port()}", "k", "s", "craig-nowhere", secure=False)
+
+    grace = timedelta(seconds=2)  # S3 last-modified has whole seconds: keep grace above that
+    await asyncio.sleep(2.5)
+    young = await stack.pending(contact, "young.txt", 5)
+    young_orphan = orphan.replace("orphan.txt", "young-orphan.txt")
+    await stack.s3.put(young_orphan, b"in flight", "text/plain")
+
+    broken = await stack.scanner(grace, unreachable).run_once()
+    assert broken.store_errors == 1 and broken.present == broken.missing == 0
+    statuses = dict(await stack.sql("SELECT file_name, object_status FROM contact_attachments"))
+    assert set(statuses.values()) == {"pending"}
+
+    reports = await asyncio.gather(stack.scanner(grace).run_once(), stack.scanner(grace).run_once())
+    assert sum(r.present for r in reports) == 1
+    assert sum(r.missing for r in reports) == 1 and sum(r.mismatched for r in reports) == 1
+    assert sum(r.orphans_removed for r in reports) >= 1  # deletes are idempotent: both may issue one
+    statuses = dict(await stack.sql("SELECT file_name, object_status FROM contact_attachments"))
+    assert statuses == {"stored.txt": "present", "odd.txt": "failed", "young.txt": "pending"}
+    failures = await stack.sql(
+        "SELECT envelope->'payload'->>'attachment_id' FROM event_outbox WHERE event_type = :t", t=FAILED
+    )
+    assert sorted(row[0] for row in failures) == sorted([str(missing.id), str(odd.id)])  # once each
+    assert await stack.keys() == {stored.object_key, odd.object_key, young_orphan}
+    assert young.object_key not in await stack.keys()

@@ -1,0 +1,154 @@
+"""Placements on real PostgreSQL: a real deadlock retried inside the use case, the status
+section operators read, and migration 0007 up, down and up again."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+
+from craig.adapters.clock import SystemClock
+from craig.adapters.postgres import migrations
+from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.access import Principal, Role
+from craig.domain.cases import new_case
+from craig.domain.placement_changes import NewPlacement, PlacementPatch
+from craig.domain.placements import Placement, PlacementStatus
+from craig.entrypoints.runtime import running
+from craig.entrypoints.status import collect_status, format_status
+from craig.usecases.placements import CreateFosterHome, CreatePlacement, UpdatePlacement
+from tests.support import apps
+from tests.support.services import admin_sql, quote_ident, run_async, with_database
+
+pytestmark = pytest.mark.integration
+
+SUPERVISOR = Principal(uuid.uuid4(), "Sue", Role.SUPERVISOR)
+
+
+@pytest.fixture
+async def database(pg_url: str) -> AsyncIterator[PostgresDatabase]:
+    db = PostgresDatabase(pg_url)
+    yield db
+    await db.dispose()
+
+
+async def active_placement(db: PostgresDatabase, capacity: int = 2) -> Placement:
+    now = datetime.now(UTC)
+    case = new_case(id=uuid.uuid4(), title="t", family_name=None, opened_at=now, created_by=SUPERVISOR.sub, now=now)
+    uow = PostgresUnitOfWork(db)
+    async with uow:
+        await uow.cases.add(case)
+        await uow.commit()
+    home = await CreateFosterHome(uow, SystemClock())(SUPERVISOR, name="Home", capacity=capacity)
+    command = NewPlacement.parse(case_id=case.id, foster_home_id=home.id, status="active", start_date=date.today())
+    return await CreatePlacement(uow, SystemClock())(SUPERVISOR, command)
+
+
+async def wait_until_someone_waits_for_a_lock(db: PostgresDatabase) -> None:
+    async with db.connect() as conn:
+        for _ in range(1000):
+            sql = (
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            waiting = (await conn.execute(text(sql))).scalar_one()
+            await conn.rollback()
+            if waiting:
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError("nobody ever waited for a lock")
+
+
+async def test_a_real_deadlock_is_retried_inside_the_use_case(database: PostgresDatabase) -> None:
+    placement = await active_placement(database)
+    assert placement.foster_home_id is not None
+    end = PlacementPatch.parse(status="ended", end_reason="moved", foster_home_id=None)
+    async with database.connect() as rival:
+        # The rival locks in the forbidden order: home first, then placement.
+        await rival.execute(
+            text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
+        )
+        ending = asyncio.create_task(
+            UpdatePlacement(PostgresUnitOfWork(database), SystemClock())(SUPERVISOR, placement.id, end)
+        )
+        await wait_until_someone_waits_for_a_lock(database)  # the use case holds the placement
+        # Closing the cycle: the use case has waited longest, so its deadlock check runs first and
+        # PostgreSQL aborts *its* transaction (40P01); this statement then gets the row.
+        await rival.execute(text("SELECT 1 FROM placements WHERE id = :id FOR UPDATE"), {"id": placement.id})
+        await rival.commit()
+    ended = await ending
+    assert ended.status is PlacementStatus.ENDED
+    uow = PostgresUnitOfWork(database)
+    async with uow:
+        home = await uow.foster_homes.get(placement.foster_home_id)
+    assert home is not None and home.occupancy == 0
+
+
+async def test_a_deadlock_never_reaches_the_client(pg_url: str, tmp_path: Path) -> None:
+    async with apps.serving("postgres", tmp_path, pg_url) as (container, client):
+        database = container.postgres()
+        placement = await active_placement(database)
+        headers = {**apps.auth(container, role=Role.SUPERVISOR), "Idempotency-Key": "end-it"}
+        async with database.connect() as rival:
+            await rival.execute(
+                text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
+            )
+            request = asyncio.create_task(
+                client.patch(
+                    f"/v1/placements/{placement.id}", json={"status": "ended", "end_reason": "other"}, headers=headers
+                )
+            )
+            await wait_until_someone_waits_for_a_lock(database)
+            await rival.execute(text("SELECT 1 FROM placements WHERE id = :id FOR UPDATE"), {"id": placement.id})
+            await rival.commit()
+        response = await request
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "ended"
+
+
+async def test_status_shows_homes_at_capacity(pg_url: str, tmp_path: Path) -> None:
+    container = apps.test_container(apps.test_settings("postgres", tmp_path, pg_url))
+    async with running(container):
+        db = container.postgres()
+        for _ in range(2):
+            await active_placement(db, capacity=1)
+        await active_placement(db, capacity=2)
+        report = await collect_status(container)
+    section = report["placements"]
+    assert (section["foster homes"], section["homes at capacity"]) == (3, 2)
+    assert section["full homes"] == "Home (1/1), Home (1/1)"
+    assert section["homes with occupancy drift"] == "none"
+    assert "homes at capacity                2" in format_status(report)
+
+
+def _tables(url: str) -> set[str]:
+    async def query() -> set[str]:
+        conn = await asyncpg.connect(libpq_dsn(url))
+        try:
+            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        finally:
+            await conn.close()
+        return {row["tablename"] for row in rows}
+
+    return run_async(query)
+
+
+def test_migration_0007_upgrades_downgrades_and_upgrades_again(pg_server_url: str) -> None:
+    name = f"m_{uuid.uuid4().hex}"
+    admin_sql(pg_server_url, f"CREATE DATABASE {quote_ident(name)}")
+    url = with_database(pg_server_url, name)
+    try:
+        migrations.upgrade(url, "0007")
+        assert {"foster_homes", "placements"} <= _tables(url)
+        migrations.downgrade(url, "0006")
+        assert not {"foster_homes", "placements"} & _tables(url)
+        migrations.upgrade(url, "0007")
+        assert {"foster_homes", "placements"} <= _tables(url)
+    finally:
+        admin_sql(pg_server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")

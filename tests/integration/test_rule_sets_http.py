@@ -1,0 +1,118 @@
+"""``/v1/rule-sets`` over real HTTP, on the memory adapters and on real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from craig.domain.access import Role
+from craig.entrypoints.container import Container
+from tests.support.apps import auth, serving
+
+pytestmark = pytest.mark.integration
+
+RULES: list[dict[str, Any]] = [
+    {
+        "when": {"all": [{"fact": "age", "op": "lt", "value": 3}, {"fact": "injured", "op": "eq", "value": True}]},
+        "then": "urgent",
+    },
+    {
+        "when": {"any": [{"fact": "age", "op": "lt", "value": 6}, {"fact": "region", "op": "in", "value": ["north"]}]},
+        "then": "high",
+    },
+]
+
+
+@attrs.define
+class Api:
+    container: Container
+    client: httpx.AsyncClient
+
+    def headers(self, role: Role) -> dict[str, str]:
+        return auth(self.container, role=role)
+
+
+@pytest.fixture(params=["memory", "postgres"])
+async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
+    pg_url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    async with serving(request.param, tmp_path, pg_url) as (container, client):
+        yield Api(container, client)
+
+
+async def test_create_read_list_and_evaluate(api: Api) -> None:
+    supervisor, worker = api.headers(Role.SUPERVISOR), api.headers(Role.CASEWORKER)
+    created = await api.client.post("/v1/rule-sets", json={"name": "triage", "rules": RULES}, headers=supervisor)
+    assert created.status_code == 201, created.text
+    assert created.json()["version"] == 1 and created.json()["rules"] == RULES
+    assert created.headers["location"] == "/v1/rule-sets/triage?version=1"
+
+    evaluate = "/v1/rule-sets/triage/evaluate"
+    cases = [
+        ({"age": 2, "injured": True}, {"decision": "urgent", "matched_rule": 0, "version": 1}),
+        ({"age": 2}, {"decision": "high", "matched_rule": 1, "version": 1}),
+        ({"age": "two", "region": "north"}, {"decision": "high", "matched_rule": 1, "version": 1}),
+        ({"age": 9}, {"decision": None, "matched_rule": None, "version": 1}),
+        ({}, {"decision": None, "matched_rule": None, "version": 1}),
+    ]
+    for facts, expected in cases:
+        answer = await api.client.post(evaluate, json={"facts": facts}, headers=worker)
+        assert answer.status_code == 200 and answer.json() == expected, (facts, answer.text)
+
+    second = await api.client.post(
+        "/v1/rule-sets",
+        json={"name": "triage", "rules": [{"when": {"all": []}, "then": "routine"}]},
+        headers=supervisor,
+    )
+    assert second.status_code == 201 and second.json()["version"] == 2
+    answer = await api.client.post(evaluate, json={"facts": {"age": 2}}, headers=worker)
+    assert answer.json() == {"decision": "routine", "matched_rule": 0, "version": 2}
+
+    latest = await api.client.get("/v1/rule-sets/triage", headers=worker)
+    first = await api.client.get("/v1/rule-sets/triage", params={"version": 1}, headers=worker)
+    assert latest.json()["version"] == 2 and first.json()["rules"] == RULES
+    listing = await api.client.get("/v1/rule-sets", params={"per_page": 1}, headers=worker)
+    assert listing.json()["total"] == 2 and listing.json()["items"][0]["name"] == "intake-triage"
+    everything = await api.client.get("/v1/rule-sets", headers=worker)
+    assert [(i["name"], i["version"], i["rule_count"]) for i in everything.json()["items"]] == [
+        ("intake-triage", 1, 5),
+        ("triage", 2, 1),
+    ]
+
+
+async def test_refusals(api: Api) -> None:
+    supervisor, worker = api.headers(Role.SUPERVISOR), api.headers(Role.CASEWORKER)
+    forbidden = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": RULES}, headers=worker)
+    assert forbidden.status_code == 403
+
+    bad = await api.client.post(
+        "/v1/rule-sets",
+        json={"name": "t", "rules": [{"when": {"fact": "a", "op": "matches", "value": ".*"}, "then": "x"}]},
+        headers=supervisor,
+    )
+    assert bad.status_code == 422
+    problem = bad.json()
+    assert problem["type"] == "/problems/invalid-rule-set" and problem["path"] == "rules[0].when.op"
+    assert "matches" in problem["detail"] and "eq, ne, lt" in problem["detail"]
+
+    not_a_list = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": {"x": 1}}, headers=supervisor)
+    assert not_a_list.status_code == 422 and not_a_list.json()["path"] == "rules"
+    bad_name = await api.client.post("/v1/rule-sets", json={"name": "Not OK", "rules": []}, headers=supervisor)
+    assert bad_name.status_code == 422 and bad_name.json()["path"] == "name"
+    missing = await api.client.post("/v1/rule-sets", json={"rules": []}, headers=supervisor)
+    assert missing.status_code == 400
+
+    unknown = await api.client.post("/v1/rule-sets/nope/evaluate", json={"facts": {}}, headers=worker)
+    assert unknown.status_code == 404
+    facts_not_object = await api.client.post(
+        "/v1/rule-sets/intake-triage/evaluate", json={"facts": [1]}, headers=worker
+    )
+    assert facts_not_object.status_code == 400
+    assert (
+        await api.client.get("/v1/rule-sets/intake-triage", params={"version": 9}, headers=worker)
+    ).status_code == 404
+    assert (await api.client.get("/v1/rule-sets")).status_code == 401

@@ -1,0 +1,248 @@
+"""The send-job worker on real PostgreSQL against the fake partner on 127.0.0.1.
+
+Backoffs are scaled down (``SendPolicy.backoff``) so retries take milliseconds; the domain tests
+pin the seed's schedule itself. Workers that must not share memory run as real subprocesses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from craig.adapters.clock import SystemClock
+from craig.adapters.partners.http import HttpPartnerGateway
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.exchange import JobStatus, SendJob
+from craig.domain.partners import Partner
+from craig.usecases.send_jobs import SendJobWorker
+from craig.usecases.send_policy import SendPolicy
+from tests.support.backends import Backend, postgres_backend
+from tests.support.exchange_data import a_partner, add_partner, add_transaction
+from tests.support.fake_partner import CLIENT_ID, CLIENT_SECRET, FakePartner, serving_partner
+
+pytestmark = pytest.mark.integration
+
+FAST = (timedelta(milliseconds=50),)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@asynccontextmanager
+async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorker, Counter[str]]]:
+    """A worker with a connection pool, a gateway and a limiter of its own (as a process has)."""
+    database = PostgresDatabase(url, pool_size=5, max_overflow=5)
+    gateway = HttpPartnerGateway(
+        connect_timeout_seconds=2,
+        read_timeout_seconds=10,
+        max_connections=20,
+        token_refresh_lead=policy.pop("token_refresh_lead", timedelta(seconds=30)),
+    )
+    outcomes: Counter[str] = Counter()
+    worker = SendJobWorker(
+        lambda: PostgresUnitOfWork(database),
+        gateway,
+        SystemClock(),
+        SendPolicy(**{"backoff": FAST, "recover_interval": timedelta(milliseconds=100), **policy}),
+        observer=lambda outcome, _seconds: outcomes.update([outcome]),
+    )
+    try:
+        yield worker, outcomes
+    finally:
+        await worker.finish()
+        await gateway.aclose()
+        await database.dispose()
+
+
+async def run_until(workers: list[SendJobWorker], done: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    async def loop(worker: SendJobWorker) -> None:
+        while True:
+            if not await worker.run_once():
+                await asyncio.sleep(0.02)
+
+    tasks = [asyncio.create_task(loop(w)) for w in workers]
+    try:
+        async with asyncio.timeout(timeout):
+            while not await done():
+                await asyncio.sleep(0.05)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def jobs(backend: Backend, partner: Partner, count: int) -> list[SendJob]:
+    made: list[SendJob] = []
+    for _ in range(count):
+        made += (await add_transaction(backend, [partner.id]))[1]
+    return made
+
+
+async def current(backend: Backend, job_ids: list[Any]) -> list[SendJob]:
+    uow = backend.uow()
+    async with uow:
+        found = [await uow.send_jobs.get(i) for i in job_ids]
+    return [j for j in found if j is not None]
+
+
+def all_final(backend: Backend, job_ids: list[Any]) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return all(j.status in (JobStatus.SENT, JobStatus.FAILED) for j in await current(backend, job_ids))
+
+    return check
+
+
+async def outbox(backend: Backend, kind: str) -> Counter[str]:
+    async with backend.outbox.claim_batch(100_000) as batch:
+        return Counter(r.envelope.aggregate_id for r in batch.events if r.envelope.type == kind)
+
+
+@pytest.fixture
+async def env(pg_url: str) -> AsyncIterator[tuple[Backend, FakePartner, Partner, str]]:
+    async with postgres_backend(pg_url) as backend, serving_partner() as (fake, base):
+        partner = await add_partner(
+            backend, a_partner(base_url=base, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, rate_limit_rpm=6000)
+        )
+        yield backend, fake, partner, pg_url
+
+
+async def test_two_workers_and_a_partner_that_fails_twice_deliver_every_job_once(env: Any) -> None:
+    backend, fake, partner, url = env
+    fake.fail_each, fake.fail_status = 2, 503
+    made = await jobs(backend, partner, 20)
+    ids = [j.id for j in made]
+    async with worker_on(url) as (one, one_outcomes), worker_on(url) as (two, two_outcomes):
+        await run_until([one, two], all_final(backend, ids))
+    done = await current(backend, ids)
+    assert all(j.status is JobStatus.SENT and j.attempts == 3 and j.last_error is None for j in done)
+    correlations = {str(j.correlation_id) for j in made}
+    assert fake.delivered == Counter(dict.fromkeys(correlations, 1))  # each delivered exactly once
+    assert Counter(r.correlation_id for r in fake.received) == Counter(dict.fromkeys(correlations, 3))
+    assert await outbox(backend, "exchange.sent") == Counter({str(i): 1 for i in ids})
+    assert one_outcomes["sent"] + two_outcomes["sent"] == 20
+    assert one_outcomes["retry"] + two_outcomes["retry"] == 40
+    assert one_outcomes.total() > 0 and two_outcomes.total() > 0
+
+
+async def test_a_longer_retry_after_is_honoured(env: Any) -> None:
+    backend, fake, partner, url = env
+    fake.throttle_next, fake.retry_after_seconds = 1, 30
+    [job] = await jobs(backend, partner, 1)
+    async with worker_on(url) as (worker, _):
+        await worker.drain()
+    [after] = await current(backend, [job.id])
+    assert after.status is JobStatus.PENDING and after.attempts == 1
+    assert after.last_error is not None and after.last_error.startswith("partner answered 429")
+    assert after.next_attempt_at - after.created_at >= timedelta(seconds=29)
+
+
+async def test_after_max_attempts_the_job_fails_and_says_so_once(env: Any) -> None:
+    backend, fake, partner, url = env
+    fake.fail_each = 100
+    [job] = await jobs(backend, partner, 1)
+    async with worker_on(url, max_attempts=3) as (worker, _):
+        await run_until([worker], all_final(backend, [job.id]))
+    [failed] = await current(backend, [job.id])
+    assert failed.status is JobStatus.FAILED and failed.attempts == 3 and failed.completed_at is not None
+    assert await outbox(backend, "exchange.send_failed") == Counter({str(job.id): 1})
+    assert await outbox(backend, "exchange.sent") == Counter()
+
+
+@asynccontextmanager
+async def worker_process(url: str, *args: str) -> AsyncIterator[subprocess.Popen[str]]:
+    """A worker in a real subprocess (its own interpreter, pool and memory); SIGKILLed on exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.send_worker_process", url, *args],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")},
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert (await asyncio.to_thread(process.stdout.readline)).strip() == "ready"
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.to_thread(process.wait, 10)
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_worker_killed_mid_dispatch_is_taken_over_after_its_lease(env: Any) -> None:
+    backend, fake, partner, url = env
+    fake.delay_seconds = 30  # the partner holds the first POST open: the worker is mid-dispatch
+    [job] = await jobs(backend, partner, 1)
+    async with worker_process(url, "--lease", "3") as process:
+        await wait_for(lambda: len(fake.received) == 1)
+        os.killpg(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=10) == -signal.SIGKILL
+    [orphan] = await current(backend, [job.id])
+    assert orphan.status is JobStatus.IN_FLIGHT and orphan.attempts == 1
+    fake.delay_seconds = 0
+    async with worker_on(url) as (worker, _):
+        await run_until([worker], all_final(backend, [job.id]))
+    [done] = await current(backend, [job.id])
+    assert done.status is JobStatus.SENT and done.attempts == 2 and done.lease_token == 2
+    # Both POSTs carried the same correlation id: the orphaned one, which the partner still
+    # completed after the worker died, and the retry. That id is what lets the partner dedupe.
+    assert [r.correlation_id for r in fake.received] == [str(job.correlation_id)] * 2
+    await wait_for(lambda: fake.delivered[str(job.correlation_id)] == 2)
+
+
+async def test_tokens_are_refreshed_before_they_expire_and_never_used_after(env: Any) -> None:
+    backend, fake, partner, url = env
+    fake.token_lifetime_seconds = 1.0  # refreshed at half-life, 0.5 s before expiry
+    made = await jobs(backend, partner, 40)
+    ids = [j.id for j in made]
+    async with worker_on(url, max_concurrency=2) as (worker, _):
+        await run_until([worker], all_final(backend, ids), timeout=30)
+        while len(fake.tokens) < 3:  # keep sending until several refreshes happened
+            ids += [j.id for j in await jobs(backend, partner, 5)]
+            await run_until([worker], all_final(backend, ids), timeout=30)
+    assert fake.unauthorized == 0  # never presented an expired token, never needed a 401 retry
+    assert fake.tokens_used_after_expiry() == []
+    issued = sorted(fake.tokens.values(), key=lambda t: t.issued_at)
+    assert all(nxt.issued_at < prev.expires_at for prev, nxt in itertools.pairwise(issued))
+    assert all(j.status is JobStatus.SENT for j in await current(backend, ids))
+
+
+RATE_RPM = 1200  # 20 requests per second
+WINDOW_SECONDS = 12.0
+
+
+async def test_the_rate_limit_holds_across_two_worker_processes(env: Any) -> None:
+    backend, fake, partner, url = env
+    limited = a_partner(
+        base_url=partner.base_url, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, rate_limit_rpm=RATE_RPM
+    )
+    await add_partner(backend, limited)
+    per_second = RATE_RPM / 60
+    await jobs(backend, limited, int(per_second * (WINDOW_SECONDS + 4)))
+    async with worker_process(url), worker_process(url):
+        await wait_for(lambda: bool(fake.arrivals) and fake.arrivals[-1] - fake.arrivals[0] > WINDOW_SECONDS + 1.5)
+    arrivals = sorted(fake.arrivals)
+    start = arrivals[0] + 1.0  # skip the start-up second
+    measured = sum(1 for t in arrivals if start <= t < start + WINDOW_SECONDS)
+    expected = per_second * WINDOW_SECONDS
+    busiest = max(sum(1 for t in arrivals if s <= t < s + WINDOW_SECONDS) for s in arrivals)
+    print(f"rate limit: {measured} requests in {WINDOW_SECONDS:g} s (limit {expected:g}); busiest window {busiest}")
+    assert abs(measured - expected) <= 0.05 * expected, (measured, expected)
+    assert busiest <= 1.05 * expected, (busiest, expected)

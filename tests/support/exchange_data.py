@@ -1,0 +1,58 @@
+"""Test data for partner exchange: partners, transactions and jobs written through a backend."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from craig.domain.exchange import SendJob
+from craig.domain.exchange_transactions import ExchangeTransaction, new_transaction
+from craig.domain.partners import Partner, new_partner
+from craig.usecases.ids import new_id
+from tests.support.backends import Backend
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def a_partner(name: str | None = None, base_url: str = "http://127.0.0.1:9", **extra: Any) -> Partner:
+    return new_partner(
+        id=new_id(),
+        name=name or f"partner-{uuid.uuid4().hex[:8]}",
+        base_url=base_url,
+        token_url=f"{base_url}/oauth/token",
+        client_id=extra.pop("client_id", "craig"),
+        client_secret=extra.pop("client_secret", "s3cret"),
+        rate_limit_rpm=extra.pop("rate_limit_rpm", None),
+        now=NOW,
+        **extra,
+    )
+
+
+async def add_partner(backend: Backend, partner: Partner | None = None) -> Partner:
+    partner = partner or a_partner()
+    uow = backend.uow()
+    async with uow:
+        assert await uow.partners.add(partner)
+        await uow.commit()
+    return partner
+
+
+async def add_transaction(
+    backend: Backend, partner_ids: list[uuid.UUID], payload: dict[str, Any] | None = None
+) -> tuple[ExchangeTransaction, list[SendJob]]:
+    transaction, jobs = new_transaction(
+        id=new_id(),
+        partner_ids=partner_ids,
+        payload=payload or {"case": "c-1", "note": "hello"},
+        created_by=uuid.uuid4(),
+        job_ids=[new_id() for _ in partner_ids],
+        correlation_ids=[new_id() for _ in partner_ids],
+        now=NOW,
+    )
+    uow = backend.uow()
+    async with uow:
+        await uow.exchange_transactions.add(transaction)
+        await uow.send_jobs.add_many(jobs)
+        await uow.commit()
+    return transaction, jobs

@@ -1,0 +1,119 @@
+"""The scanner's decisions on the memory adapters with a controllable clock."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
+from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from tests.support.casework import World, person
+
+pytestmark = pytest.mark.unit
+
+GRACE = timedelta(hours=1)
+
+
+@pytest.fixture
+def world() -> World:
+    return World.new()
+
+
+async def pending_row(world: World, name: str, size: int = 5) -> Attachment:
+    ann = person()
+    case = await world.case(ann)
+    contact = await world.contact(ann, case)
+    draft = new_attachment(
+        id=uuid.uuid4(),
+        case_id=case.id,
+        contact_id=contact.id,
+        attachment_type=None,
+        file_name=name,
+        content_type="text/plain",
+        file_size=size,
+        uploaded_by=ann.sub,
+        worker_name=ann.name,
+        now=world.clock.now(),
+    )
+    uow = world.uow()
+    async with uow:
+        row = await uow.attachments.add(draft)
+        await uow.commit()
+    return row
+
+
+async def statuses(world: World) -> dict[str, ObjectStatus]:
+    return {row.file_name: row.object_status for row in await world.attachment_rows()}
+
+
+def scanner(world: World, **kw: int) -> AttachmentScanner:
+    return AttachmentScanner(world.store, world.uow, world.clock, GRACE, REGISTERED_TABLES, **kw)
+
+
+async def test_each_pending_case_is_settled_after_grace(world: World) -> None:
+    stored = await pending_row(world, "stored.txt")
+    await world.store.put(stored.object_key, b"12345", "text/plain")
+    await pending_row(world, "missing.txt")
+    odd = await pending_row(world, "odd.txt")
+    await world.store.put(odd.object_key, b"1234567", "text/plain")
+
+    early = await scanner(world).run_once()
+    assert (early.present, early.missing, early.mismatched) == (0, 0, 0)
+    world.clock.advance(GRACE + timedelta(seconds=1))
+    young = await pending_row(world, "young.txt")
+
+    report = await scanner(world).run_once()
+    assert (report.present, report.missing, report.mismatched, report.store_errors) == (1, 1, 1, 0)
+    assert await statuses(world) == {
+        "stored.txt": ObjectStatus.PRESENT,
+        "odd.txt": ObjectStatus.FAILED,
+        "young.txt": ObjectStatus.PENDING,
+    }
+    failed = await world.events("cases.contact_attachment_upload_failed")
+    assert sorted(payload["reason"][:20] for _, payload in failed) == [
+        "the object was never",
+        "the stored object ha",
+    ]
+    assert await world.store.head(odd.object_key) == 7  # kept for an operator
+    assert await world.store.head(young.object_key) is None
+    assert (await scanner(world).run_once()).missing == 0  # nothing twice
+
+
+async def test_a_store_error_leaves_the_row_for_the_next_pass(world: World) -> None:
+    row = await pending_row(world, "later.txt")
+    await world.store.put(row.object_key, b"12345", "text/plain")
+    world.clock.advance(GRACE * 2)
+    world.store.available = False
+    report = await scanner(world).run_once()
+    assert report.store_errors == 1 and await statuses(world) == {"later.txt": ObjectStatus.PENDING}
+    world.store.available = True
+    assert (await scanner(world).run_once()).present == 1
+
+
+async def test_orphans_older_than_grace_are_removed_and_nothing_else(world: World) -> None:
+    kept = await pending_row(world, "kept.txt")
+    await world.store.put(kept.object_key, b"12345", "text/plain")
+    old_orphans = [f"cases/contacts/{uuid.uuid4()}/{uuid.uuid4()}/{uuid.uuid4()}/o{i}.txt" for i in range(5)]
+    for key in old_orphans:
+        await world.store.put(key, b"x", "text/plain")
+    await world.store.put("elsewhere/not-ours.txt", b"x", "text/plain")
+    world.clock.advance(GRACE + timedelta(seconds=1))
+    fresh_orphan = f"cases/contacts/{uuid.uuid4()}/{uuid.uuid4()}/{uuid.uuid4()}/fresh.txt"
+    await world.store.put(fresh_orphan, b"x", "text/plain")
+
+    sweeper = scanner(world, sweep_keys_per_pass=2)  # the sweep resumes where it stopped
+    removed = [(await sweeper.run_once()).orphans_removed for _ in range(4)]
+    assert sum(removed) == 5 and max(removed) <= 2
+    left = {o.key async for o in world.store.list("")}
+    assert left == {kept.object_key, fresh_orphan, "elsewhere/not-ours.txt"}
+    assert await statuses(world) == {"kept.txt": ObjectStatus.PRESENT}
+
+
+async def test_backlog_reports_pending_rows_on_the_database_clock(world: World) -> None:
+    await pending_row(world, "a.txt")
+    world.clock.advance(timedelta(minutes=10))
+    await pending_row(world, "b.txt")
+    (stats,) = (await scanner(world).backlog()).values()
+    assert stats.pending == 2 and stats.now - stats.oldest_pending_created_at == timedelta(minutes=10)  # type: ignore[operator]
