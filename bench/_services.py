@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import socket
@@ -14,6 +15,7 @@ from pathlib import Path
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from craig.adapters.crypto.aesgcm import FieldEncryptor
 from craig.adapters.postgres.database import libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.migrations import upgrade_to_head
@@ -64,3 +66,7 @@ def rabbit_available() -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
         return sock.connect_ex(("127.0.0.1", 5672)) == 0
+
+
+#: Benchmarks encrypt sensitive fields as production does (a throw-away key).
+BENCH_CIPHER = FieldEncryptor.from_setting(base64.b64encode(os.urandom(32)).decode())

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench._services import postgres_database
+from bench._services import BENCH_CIPHER, postgres_database
 from craig.adapters.clock import SystemClock
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.adapters.postgres.database import PostgresDatabase
@@ -40,7 +40,7 @@ def legacy(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contac
     a failed commit after it leaves a blob without a row."""
 
     async def upload(body: bytes) -> None:
-        uow = PostgresUnitOfWork(db)
+        uow = PostgresUnitOfWork(db, BENCH_CIPHER)
         draft = new_attachment(
             id=new_id(), case_id=contact.case_id, contact_id=contact.id, attachment_type=None, file_name="a.png",
             content_type="image/png", file_size=len(body), uploaded_by=ann.sub, worker_name=ann.name,
@@ -61,7 +61,7 @@ def legacy(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contac
 
 def two_phase(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contact: Contact) -> Upload:
     async def upload(body: bytes) -> None:
-        use_case = UploadAttachment(PostgresUnitOfWork(db), store, SystemClock(), UploadValidation())
+        use_case = UploadAttachment(PostgresUnitOfWork(db, BENCH_CIPHER), store, SystemClock(), UploadValidation())
         attachment = await use_case(
             ann,
             contact.case_id,
@@ -96,8 +96,10 @@ async def run(url: str, s3: SeaweedS3, files: int, kib: int) -> None:
     await store.prepare()
     clock = SystemClock()
     ann = Principal(uuid.uuid4(), "Ann", Role.CASEWORKER)
-    case = await OpenCase(PostgresUnitOfWork(db), clock)(ann, title="bench", family_name=None, opened_at=None)
-    contact = await RecordContact(PostgresUnitOfWork(db), clock)(
+    case = await OpenCase(PostgresUnitOfWork(db, BENCH_CIPHER), clock)(
+        ann, title="bench", family_name=None, opened_at=None
+    )
+    contact = await RecordContact(PostgresUnitOfWork(db, BENCH_CIPHER), clock)(
         ann, case.id, contact_type="other", occurred_at=clock.now(), summary="bench"
     )
     body = b"\x89PNG\r\n\x1a\n" + os.urandom(kib * 1024 - 8)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
 
-from bench._services import RABBIT_URL, postgres_database, rabbit_available
+from bench._services import BENCH_CIPHER, RABBIT_URL, postgres_database, rabbit_available
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
@@ -53,7 +53,7 @@ def _events(count: int) -> list[EventEnvelope]:
 
 async def _stage(database: PostgresDatabase, events: list[EventEnvelope]) -> None:
     for start in range(0, len(events), 1000):
-        uow = PostgresUnitOfWork(database)
+        uow = PostgresUnitOfWork(database, BENCH_CIPHER)
         async with uow:
             for envelope in events[start : start + 1000]:
                 await uow.outbox.stage(envelope)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from bench._services import BENCH_CIPHER
 from craig.adapters.clock import SystemClock
 from craig.adapters.postgres import placements as adapter
 from craig.adapters.postgres.database import PostgresDatabase
@@ -54,7 +55,7 @@ async def _cases(db: PostgresDatabase, n: int) -> list[uuid.UUID]:
         new_case(id=uuid.uuid4(), title="b", family_name=None, opened_at=now, created_by=SUPERVISOR.sub, now=now)
         for _ in range(n)
     ]
-    uow = PostgresUnitOfWork(db)
+    uow = PostgresUnitOfWork(db, BENCH_CIPHER)
     async with uow:
         for case in cases:
             await uow.cases.add(case)
@@ -71,7 +72,7 @@ async def _timed_pool(db: PostgresDatabase, commands: list[NewPlacement]) -> lis
         while queue:
             command = queue.pop()
             started = time.perf_counter()
-            await CreatePlacement(PostgresUnitOfWork(db), SystemClock())(SUPERVISOR, command)
+            await CreatePlacement(PostgresUnitOfWork(db, BENCH_CIPHER), SystemClock())(SUPERVISOR, command)
             latencies.append((time.perf_counter() - started) * 1000)
 
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
@@ -81,7 +82,9 @@ async def _timed_pool(db: PostgresDatabase, commands: list[NewPlacement]) -> lis
 async def one_round(db: PostgresDatabase, mode: str) -> tuple[float, float]:
     """Mean latency (ms) of planned inserts and of activations while both run together."""
     adapter._LOCK_HOME = MODES[mode]
-    home = await CreateFosterHome(PostgresUnitOfWork(db), SystemClock())(SUPERVISOR, name="bench", capacity=ACTIVATIONS)
+    home = await CreateFosterHome(PostgresUnitOfWork(db, BENCH_CIPHER), SystemClock())(
+        SUPERVISOR, name="bench", capacity=ACTIVATIONS
+    )
     active_cases, planned_case = await _cases(db, ACTIVATIONS), (await _cases(db, 1))[0]
     start = date.today()
     activations = [

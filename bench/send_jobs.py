@@ -37,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from bench._services import _admin
+from bench._services import BENCH_CIPHER, _admin
 from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
@@ -85,7 +85,7 @@ async def _craig_setup(database: PostgresDatabase) -> tuple[Partner, ExchangeTra
         now=now,
     )
     transaction = ExchangeTransaction(id=new_id(), payload={"bench": True}, created_by=uuid.uuid4(), created_at=now)
-    uow = PostgresUnitOfWork(database)
+    uow = PostgresUnitOfWork(database, BENCH_CIPHER)
     async with uow:
         await uow.partners.add(partner)
         await uow.exchange_transactions.add(transaction)
@@ -107,7 +107,7 @@ async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: Excha
         )
         for n in range(count)
     ]
-    uow = PostgresUnitOfWork(database)
+    uow = PostgresUnitOfWork(database, BENCH_CIPHER)
     async with uow:
         await uow.send_jobs.add_many(jobs)
         await uow.commit()
@@ -120,7 +120,7 @@ def _craig_workers(database: PostgresDatabase, count: int, concurrency: int, don
 
     return [
         SendJobWorker(
-            lambda: PostgresUnitOfWork(database),
+            lambda: PostgresUnitOfWork(database, BENCH_CIPHER),
             NoopGateway(),
             SystemClock(),
             SendPolicy(max_concurrency=concurrency),

@@ -7,6 +7,7 @@ a PostgreSQL one or the memory database's; subclasses supply only the primitive 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
@@ -24,8 +25,9 @@ class TransactionalUnitOfWork(abc.ABC):
         self._open = False  # a real transaction is open
         self._hold = False  # the request owner holds commits
         self._held = False  # a held commit is waiting for release()
-        # One entry per open block: (savepoint handle or None, committed?)
+        # One entry per open block: [savepoint handle or None, committed?, callbacks mark]
         self._blocks: list[list[Any]] = []
+        self._after_commit: list[Callable[[], None]] = []
 
     # --- primitives ---------------------------------------------------------------------
     @abc.abstractmethod
@@ -60,11 +62,11 @@ class TransactionalUnitOfWork(abc.ABC):
 
     async def __aenter__(self) -> Self:
         if self._open:
-            self._blocks.append([await self._savepoint(), False])
+            self._blocks.append([await self._savepoint(), False, len(self._after_commit)])
         else:
             await self._begin()
             self._open = True
-            self._blocks.append([None, False])
+            self._blocks.append([None, False, len(self._after_commit)])
         return self
 
     async def __aexit__(
@@ -73,9 +75,10 @@ class TransactionalUnitOfWork(abc.ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        savepoint, committed = self._blocks.pop()
+        savepoint, committed, mark = self._blocks.pop()
         if committed:
             return
+        del self._after_commit[mark:]  # what this block promised is void
         if savepoint is not None:
             await self._rollback_savepoint(savepoint)
         elif self._open:
@@ -100,6 +103,11 @@ class TransactionalUnitOfWork(abc.ABC):
         elif outermost:
             self._held = True
 
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if not self._blocks:
+            raise UnitOfWorkMisuse("after_commit() outside an `async with uow:` block")
+        self._after_commit.append(callback)
+
     async def release(self, *, commit: bool) -> None:
         if self._blocks:
             raise UnitOfWorkMisuse("release() while a block is still open")
@@ -109,7 +117,10 @@ class TransactionalUnitOfWork(abc.ABC):
     async def _end(self, *, commit: bool) -> None:
         self._open = False
         self._held = False
+        callbacks, self._after_commit = self._after_commit, []
         if commit:
             await self._commit()
+            for callback in callbacks:
+                callback()
         else:
             await self._rollback()

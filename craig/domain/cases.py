@@ -8,10 +8,8 @@ from uuid import UUID
 import attrs
 
 from craig.domain.access import Principal
+from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_TITLE_MAX_LENGTH
 from craig.domain.errors import InvalidInput
-
-TITLE_MAX_LENGTH = 300
-FAMILY_NAME_MAX_LENGTH = 200
 
 
 @attrs.frozen(kw_only=True)
@@ -42,11 +40,11 @@ def new_case(
     title = title.strip()
     if not title:
         raise InvalidInput("title must not be empty")
-    if len(title) > TITLE_MAX_LENGTH:
-        raise InvalidInput(f"title must be at most {TITLE_MAX_LENGTH} characters")
+    if len(title) > CASE_TITLE_MAX_LENGTH:
+        raise InvalidInput(f"title must be at most {CASE_TITLE_MAX_LENGTH} characters")
     family = family_name.strip() if family_name else None
-    if family is not None and len(family) > FAMILY_NAME_MAX_LENGTH:
-        raise InvalidInput(f"family_name must be at most {FAMILY_NAME_MAX_LENGTH} characters")
+    if family is not None and len(family) > CASE_FAMILY_NAME_MAX_LENGTH:
+        raise InvalidInput(f"family_name must be at most {CASE_FAMILY_NAME_MAX_LENGTH} characters")
     return Case(
         id=id,
         title=title,

@@ -132,6 +132,8 @@ INTAKE_TRIAGE_RULE_SET: Final = "intake-triage"
 INTAKE_MAX_BODY_BYTES: Final = 64 * 1024
 #: The window of ``intake.rate_limit_per_minute`` (GCRA: up to the limit at once, then evenly).
 INTAKE_RATE_WINDOW: Final = timedelta(minutes=1)
+#: A client's rate-limit bucket idle this long limits no one; the cleanup worker deletes it.
+INTAKE_RATE_LIMIT_RETENTION: Final = timedelta(hours=1)
 #: How long the captcha provider's siteverify may take before intake answers 503.
 CAPTCHA_VERIFY_TIMEOUT: Final = timedelta(seconds=5)
 REPORTER_NAME_MAX_LENGTH: Final = 200
@@ -154,6 +156,10 @@ RULE_CACHE_MAX_ENTRIES: Final = 1000
 KEY_ROTATION_BATCH_SIZE: Final = 500
 #: Expired per-IP rate-limit rows removed per purge statement.
 RATE_LIMIT_PURGE_BATCH_SIZE: Final = 1000
+
+# --- Cases ------------------------------------------------------------------------------------
+CASE_TITLE_MAX_LENGTH: Final = 300
+CASE_FAMILY_NAME_MAX_LENGTH: Final = 200
 
 # --- Pagination -----------------------------------------------------------------------------
 DEFAULT_PAGE_SIZE: Final = 50

@@ -8,6 +8,12 @@ import sys
 import structlog
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    """A logger on whatever ``sys.stderr`` is *now* (not when logging was configured): test
+    runners and daemons swap it, and a closed stream must never turn a request into a 500."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(level: str = "INFO", json: bool = True) -> None:
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     processors: list[structlog.types.Processor] = [
@@ -23,7 +29,7 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(

@@ -38,6 +38,10 @@ class UnitOfWork(Protocol):
     * ``commit(immediately=True)`` commits for real even while commits are held. It is for
       two-phase protocols whose first phase must be durable before an external side effect
       (attachment upload, Phase 1).
+    * ``after_commit(callback)`` runs ``callback`` once the transaction has really committed
+      (after a held commit, at ``release(commit=True)``); it is dropped when the block that
+      registered it rolls back. For in-process effects that must not outlive a rollback
+      (a cache entry).
     * Repositories may only be used inside a block. Errors are :mod:`craig.ports.errors`.
     """
 
@@ -68,6 +72,8 @@ class UnitOfWork(Protocol):
     async def commit(self, *, immediately: bool = False) -> None: ...
 
     def hold_commits(self) -> None: ...
+
+    def after_commit(self, callback: Callable[[], None]) -> None: ...
 
     async def release(self, *, commit: bool) -> None:
         """End a held transaction: COMMIT it (``commit=True``) or roll it back. Idempotent."""

@@ -69,16 +69,18 @@ class CreateRuleSet:
                     now=now,
                 ),
             )
+            rule_set = RuleSet(
+                name=checked_name,
+                version=version,
+                rules=rules,
+                document=tuple(document),
+                created_by=principal.sub,
+                created_at=now,
+            )
+            # Only a committed version may enter the cache: with the idempotency layer holding
+            # the commit, a failed finalize rolls the version back after this method returned.
+            self.uow.after_commit(lambda: self.cache.insert(rule_set))
             await self.uow.commit()
-        rule_set = RuleSet(
-            name=checked_name,
-            version=version,
-            rules=rules,
-            document=tuple(document),
-            created_by=principal.sub,
-            created_at=now,
-        )
-        self.cache.insert(rule_set)
         return rule_set
 
 

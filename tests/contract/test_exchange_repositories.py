@@ -11,32 +11,24 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from craig.adapters.crypto.aesgcm import is_encrypted
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.pages import PageRequest
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.backends import Backend
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 
 pytestmark = pytest.mark.contract
 
 
-class ReversingCipher:
-    """A stand-in cipher whose output is easy to recognise at rest."""
-
-    def encrypt(self, plaintext: str) -> str:
-        return "enc:" + plaintext[::-1]
-
-    def decrypt(self, stored: str) -> str:
-        assert stored.startswith("enc:"), "stored value was not encrypted"
-        return stored[4:][::-1]
-
-
 def ciphered_uow(backend: Backend) -> UnitOfWork:
+    """A unit of work with the real AES-256-GCM cipher."""
     if backend.memory is not None:
-        return MemoryUnitOfWork(backend.memory, cipher=ReversingCipher())
+        return MemoryUnitOfWork(backend.memory, cipher=TEST_CIPHER)
     assert backend.postgres is not None
-    return PostgresUnitOfWork(backend.postgres, cipher=ReversingCipher())
+    return PostgresUnitOfWork(backend.postgres, cipher=TEST_CIPHER)
 
 
 async def stored_secret(backend: Backend, partner_id: uuid.UUID) -> str:
@@ -55,7 +47,9 @@ async def test_client_secret_is_encrypted_at_rest_and_decrypted_on_read(backend:
     async with uow:
         assert await uow.partners.add(partner)
         await uow.commit()
-    assert await stored_secret(backend, partner.id) == "enc:terces-pot"
+    stored = await stored_secret(backend, partner.id)
+    assert is_encrypted(stored) and "top-secret" not in stored
+    assert TEST_CIPHER.decrypt(stored) == "top-secret"
     uow = ciphered_uow(backend)
     async with uow:
         assert (await uow.partners.get(partner.id)) == partner

@@ -33,7 +33,7 @@ def filename_of(disposition: str) -> str:
 async def test_upload_and_download_a_png_and_a_utf8_named_file(
     tmp_path: Path, pg_url: str, s3_server: Any, s3_bucket: str
 ) -> None:
-    container = apps.test_container(apps.test_settings("postgres", tmp_path, pg_url))
+    container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
     store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
     container.object_store.override(providers.Object(store))  # before the app starts: S3 all along
     async with live_server(create_app(container)) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:

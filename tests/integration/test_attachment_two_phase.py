@@ -26,6 +26,7 @@ from craig.usecases.cases import OpenCase
 from craig.usecases.contacts import RecordContact
 from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
 from tests.support.apps import free_port
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.files import png_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3]
@@ -41,7 +42,7 @@ class Stack:
     clock: SystemClock = attrs.field(factory=SystemClock)
 
     def uow(self) -> PostgresUnitOfWork:
-        return PostgresUnitOfWork(self.db)
+        return PostgresUnitOfWork(self.db, TEST_CIPHER)
 
     async def sql(self, query: str, **params: Any) -> list[Any]:
         async with self.db.transaction() as conn:

@@ -23,7 +23,7 @@ OLD, NEW = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
 
 
 def container(tmp_path: Path, pg_url: str, key: str) -> Container:
-    return apps.test_container(apps.test_settings("postgres", tmp_path, pg_url, field_encryption_key=key))
+    return apps.make_container(apps.make_settings("postgres", tmp_path, pg_url, field_encryption_key=key))
 
 
 async def test_rotation_with_a_progress_bar(tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,7 @@ from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.domain.events import EventEnvelope
 from craig.usecases.relay import OutboxRelay
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.services import BrokerNames
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbit, pytest.mark.postgres]
@@ -48,7 +49,7 @@ async def _stage_concurrently(database: PostgresDatabase, writers: int, aggregat
 
     async def writer(owned: list[str]) -> None:
         for start in range(0, per, 5):
-            uow = PostgresUnitOfWork(database)
+            uow = PostgresUnitOfWork(database, TEST_CIPHER)
             async with uow:
                 for aggregate in owned:
                     for n in range(start, min(start + 5, per)):
@@ -141,7 +142,7 @@ async def test_a_relay_killed_mid_batch_loses_nothing(pg_url: str, rabbit_url: s
     database = PostgresDatabase(pg_url)
     connection, received = await _collector(rabbit_url, broker_names)
     staged = [_event(f"agg-{i % 10}", i // 10) for i in range(300)]
-    uow = PostgresUnitOfWork(database)
+    uow = PostgresUnitOfWork(database, TEST_CIPHER)
     async with uow:
         for envelope in staged:
             await uow.outbox.stage(envelope)

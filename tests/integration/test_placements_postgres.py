@@ -25,6 +25,7 @@ from craig.entrypoints.runtime import running
 from craig.entrypoints.status import collect_status, format_status
 from craig.usecases.placements import CreateFosterHome, CreatePlacement, UpdatePlacement
 from tests.support import apps
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.services import admin_sql, quote_ident, run_async, with_database
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ async def database(pg_url: str) -> AsyncIterator[PostgresDatabase]:
 async def active_placement(db: PostgresDatabase, capacity: int = 2) -> Placement:
     now = datetime.now(UTC)
     case = new_case(id=uuid.uuid4(), title="t", family_name=None, opened_at=now, created_by=SUPERVISOR.sub, now=now)
-    uow = PostgresUnitOfWork(db)
+    uow = PostgresUnitOfWork(db, TEST_CIPHER)
     async with uow:
         await uow.cases.add(case)
         await uow.commit()
@@ -75,7 +76,7 @@ async def test_a_real_deadlock_is_retried_inside_the_use_case(database: Postgres
             text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
         )
         ending = asyncio.create_task(
-            UpdatePlacement(PostgresUnitOfWork(database), SystemClock())(SUPERVISOR, placement.id, end)
+            UpdatePlacement(PostgresUnitOfWork(database, TEST_CIPHER), SystemClock())(SUPERVISOR, placement.id, end)
         )
         await wait_until_someone_waits_for_a_lock(database)  # the use case holds the placement
         # Closing the cycle: the use case has waited longest, so its deadlock check runs first and
@@ -84,7 +85,7 @@ async def test_a_real_deadlock_is_retried_inside_the_use_case(database: Postgres
         await rival.commit()
     ended = await ending
     assert ended.status is PlacementStatus.ENDED
-    uow = PostgresUnitOfWork(database)
+    uow = PostgresUnitOfWork(database, TEST_CIPHER)
     async with uow:
         home = await uow.foster_homes.get(placement.foster_home_id)
     assert home is not None and home.occupancy == 0
@@ -113,7 +114,7 @@ async def test_a_deadlock_never_reaches_the_client(pg_url: str, tmp_path: Path) 
 
 
 async def test_status_shows_homes_at_capacity(pg_url: str, tmp_path: Path) -> None:
-    container = apps.test_container(apps.test_settings("postgres", tmp_path, pg_url))
+    container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
     async with running(container):
         db = container.postgres()
         for _ in range(2):

@@ -42,10 +42,10 @@ def rules(decision: str) -> list[dict[str, Any]]:
 async def instance(
     name: str, tmp_path: Path, pg_url: str, rabbit_url: str, names: BrokerNames
 ) -> AsyncIterator[tuple[Container, httpx.AsyncClient]]:
-    settings = apps.test_settings(
+    settings = apps.make_settings(
         "postgres", tmp_path / name, pg_url, instance_id=name, outbox=OutboxSettings(poll_interval_seconds=0.1)
     )
-    container = apps.test_container(settings)
+    container = apps.make_container(settings)
     container.event_bus.override(providers.Object(rabbit_bus(container, rabbit_url, names, instance=name)))
     names.queues.append(f"{names.queue_prefix}.rules-cache.{name}")
     app = create_app(container, lifespans=[lambda _app: workers_running(container, loops=[relay_loop(container)])])

@@ -30,6 +30,7 @@ from craig.domain.partners import Partner
 from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 from tests.support.backends import Backend, postgres_backend
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 from tests.support.fake_partner import CLIENT_ID, CLIENT_SECRET, FakePartner, serving_partner
 
@@ -51,7 +52,7 @@ async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorke
     )
     outcomes: Counter[str] = Counter()
     worker = SendJobWorker(
-        lambda: PostgresUnitOfWork(database),
+        lambda: PostgresUnitOfWork(database, TEST_CIPHER),
         gateway,
         SystemClock(),
         SendPolicy(**{"backoff": FAST, "recover_interval": timedelta(milliseconds=100), **policy}),

@@ -27,13 +27,12 @@ from craig.entrypoints.settings import (
     Settings,
 )
 from craig.entrypoints.tokens import mint
+from tests.support.ciphers import FIELD_KEY
 
 JWT_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
-#: base64 of 32 fixed bytes: field encryption is on (encryption_mode=required) in tests too.
-FIELD_KEY = "Y3JhaWctdGVzdC1maWVsZC1lbmNyeXB0aW9uLWtleSE="
 
 
-def test_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sections: Any) -> Settings:
+def make_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sections: Any) -> Settings:
     """memory: every adapter in memory. postgres: a real database, the rest in process."""
     base = Settings(
         profile=Profile.MEMORY if kind == "memory" else Profile.PRODUCTION,
@@ -46,7 +45,7 @@ def test_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sectio
     return attrs.evolve(base, **sections)
 
 
-def test_container(settings: Settings) -> Container:
+def make_container(settings: Settings) -> Container:
     container = build_container(settings)
     if settings.profile is Profile.PRODUCTION:
         # Real PostgreSQL; broker and object store stay in process unless a test overrides them.
@@ -103,7 +102,7 @@ async def serving(
     **sections: Any,
 ) -> AsyncIterator[tuple[Container, httpx.AsyncClient]]:
     """An app on a live server and a client for it."""
-    container = test_container(test_settings(kind, data_dir, pg_url, **sections))
+    container = make_container(make_settings(kind, data_dir, pg_url, **sections))
     app = create_app(container, extra_v1_routes=extra_v1_routes)
     async with live_server(app) as base, httpx.AsyncClient(base_url=base, timeout=60) as client:
         yield container, client

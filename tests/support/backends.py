@@ -23,6 +23,7 @@ from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.ports.unit_of_work import UnitOfWork
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
 
@@ -49,7 +50,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
     db = MemoryDatabase(clock=clock)
     yield Backend(
         kind="memory",
-        uow=lambda: MemoryUnitOfWork(db),
+        uow=lambda: MemoryUnitOfWork(db, TEST_CIPHER),
         idempotency=MemoryIdempotencyStore(db),
         outbox=MemoryOutboxRelayStore(db),
         advance=clock.advance,
@@ -70,7 +71,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
     try:
         yield Backend(
             kind="postgres",
-            uow=lambda: PostgresUnitOfWork(db),
+            uow=lambda: PostgresUnitOfWork(db, TEST_CIPHER),
             idempotency=PostgresIdempotencyStore(db, listener),
             outbox=PostgresOutboxRelayStore(db, listener),
             advance=asyncio.sleep,

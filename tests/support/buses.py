@@ -15,7 +15,7 @@ from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
 from craig.entrypoints.settings import InboxSettings, OutboxSettings
-from tests.support.apps import test_container, test_settings
+from tests.support.apps import make_container, make_settings
 
 FAST_RETRIES = InboxSettings(backoff_base_seconds=0.05, backoff_cap_seconds=0.2)
 BUS_KINDS = ["memory", "postgres", "rabbit"]
@@ -37,7 +37,7 @@ async def bus_container(
 ) -> AsyncIterator[Container]:
     """A running container of ``kind`` (memory / postgres / rabbit), fast retries."""
     pg_url = request.getfixturevalue("pg_url") if kind != "memory" else None
-    settings = test_settings(
+    settings = make_settings(
         "memory" if kind == "memory" else "postgres",
         tmp_path,
         pg_url,
@@ -45,7 +45,7 @@ async def bus_container(
         outbox=OutboxSettings(poll_interval_seconds=0.2),
         **sections,
     )
-    container = test_container(settings)
+    container = make_container(settings)
     if kind == "rabbit":
         names = request.getfixturevalue("broker_names")
         bus = rabbit_bus(container, request.getfixturevalue("rabbit_url"), names)

@@ -21,6 +21,7 @@ from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments import UploadAttachment
 from craig.usecases.cases import OpenCase
 from craig.usecases.contacts import RecordContact
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -42,7 +43,7 @@ class World:
         return cls(clock, MemoryDatabase(clock=clock), MemoryObjectStore(clock=clock))
 
     def uow(self) -> MemoryUnitOfWork:
-        return MemoryUnitOfWork(self.db)
+        return MemoryUnitOfWork(self.db, TEST_CIPHER)
 
     def upload(self, store: ObjectStore | None = None, uow: UnitOfWork | None = None, **kw: Any) -> UploadAttachment:
         return UploadAttachment(uow or self.uow(), store or self.store, self.clock, UploadValidation(**kw))

@@ -15,15 +15,15 @@ import uvicorn
 from craig.entrypoints.http.app import create_app
 from craig.entrypoints.settings import IdempotencySettings
 from tests.support import probe
-from tests.support.apps import test_container, test_settings
+from tests.support.apps import make_container, make_settings
 
 
 def main(pg_url: str, port: int, claim_ttl_seconds: float = 30.0, wait_ceiling_seconds: float = 10.0) -> None:
     policy = IdempotencySettings(
         claim_ttl_seconds=claim_ttl_seconds, wait_ceiling_seconds=min(wait_ceiling_seconds, claim_ttl_seconds)
     )
-    settings = test_settings("postgres", Path(tempfile.mkdtemp()), pg_url, idempotency=policy)
-    app = create_app(test_container(settings), extra_v1_routes=probe.ROUTES)
+    settings = make_settings("postgres", Path(tempfile.mkdtemp()), pg_url, idempotency=policy)
+    app = create_app(make_container(settings), extra_v1_routes=probe.ROUTES)
     uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
 
 

@@ -20,6 +20,7 @@ from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.constants import SEND_POLL_INTERVAL
 from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
+from tests.support.ciphers import TEST_CIPHER
 
 FAST_BACKOFF = (timedelta(milliseconds=50),)
 
@@ -28,7 +29,7 @@ async def main(url: str, lease: float, concurrency: int) -> None:
     database = PostgresDatabase(url, pool_size=5, max_overflow=5)
     await database.ping()
     worker = SendJobWorker(
-        lambda: PostgresUnitOfWork(database),
+        lambda: PostgresUnitOfWork(database, TEST_CIPHER),
         HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=60, max_connections=20),
         SystemClock(),
         SendPolicy(

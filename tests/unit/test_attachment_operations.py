@@ -34,7 +34,7 @@ def test_unsafe_scanner_timings_stop_startup(name: str, value: str) -> None:
 
 
 async def test_the_scanner_loop_runs_and_counts_removed_orphans(tmp_path: Path) -> None:
-    container = apps.test_container(apps.test_settings("memory", tmp_path))
+    container = apps.make_container(apps.make_settings("memory", tmp_path))
     clock = FakeClock()
     container.clock.override(providers.Object(clock))
     (loop,) = [loop for loop in loops_for(container) if loop.name == "attachment-scanner"]

@@ -28,6 +28,7 @@ from craig.usecases.placements import (
     UpdatePlacement,
 )
 from craig.usecases.transient_retry import RetryPolicy
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.unit
@@ -43,7 +44,7 @@ class World:
     worker: Principal = attrs.field(factory=lambda: Principal(uuid.uuid4(), "Wes", Role.CASEWORKER))
 
     def uow(self) -> MemoryUnitOfWork:
-        return MemoryUnitOfWork(self.db)
+        return MemoryUnitOfWork(self.db, TEST_CIPHER)
 
     async def case(self, owner: Principal | None = None) -> uuid.UUID:
         now = self.clock.now()

@@ -18,6 +18,7 @@ from craig.domain.rule_documents import InvalidRuleSet, parse_rules
 from craig.domain.rules import RuleSet
 from craig.usecases.rule_cache import RuleSetCache
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation
+from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.unit
@@ -52,10 +53,10 @@ class Instance:
         self.evict = EvictOnInvalidation(self.cache, instance_id)
 
     def create(self) -> CreateRuleSet:
-        return CreateRuleSet(MemoryUnitOfWork(self.db), self.cache, self.instance_id, FakeClock())
+        return CreateRuleSet(MemoryUnitOfWork(self.db, TEST_CIPHER), self.cache, self.instance_id, FakeClock())
 
     def evaluate(self) -> EvaluateRuleSet:
-        return EvaluateRuleSet(MemoryUnitOfWork(self.db), self.cache)
+        return EvaluateRuleSet(MemoryUnitOfWork(self.db, TEST_CIPHER), self.cache)
 
 
 async def staged(db: MemoryDatabase) -> list[EventEnvelope]:
@@ -99,8 +100,8 @@ async def test_another_instance_serves_its_cache_until_the_event_evicts_it() -> 
     # before the event reaches b, b still answers from its cache (that is what the event is for)
     assert (await b.evaluate()("triage", {"age": 3}))[0].version == 1
     for event in events:
-        await a.evict(event, MemoryUnitOfWork(db))  # an instance ignores its own events
-        await b.evict(event, MemoryUnitOfWork(db))
+        await a.evict(event, MemoryUnitOfWork(db, TEST_CIPHER))  # an instance ignores its own events
+        await b.evict(event, MemoryUnitOfWork(db, TEST_CIPHER))
     assert a.cache.get("triage") is not None and a.cache.get("triage").version == 2  # type: ignore[union-attr]
     version, evaluation = await b.evaluate()("triage", {"age": 3})
     assert (version.version, evaluation.decision) == (2, "v2")
@@ -161,5 +162,5 @@ async def test_an_event_without_a_name_evicts_everything() -> None:
         aggregate_type="rule_set",
         aggregate_id="a",
     )
-    await handler(event, MemoryUnitOfWork(MemoryDatabase(FakeClock())))
+    await handler(event, MemoryUnitOfWork(MemoryDatabase(FakeClock()), TEST_CIPHER))
     assert len(cache) == 0

@@ -144,9 +144,9 @@ def test_a_wildcard_cors_origin_logs_the_seed_warning(tmp_path: Path) -> None:
 
     assert CORS_WILDCARD_WARNING.startswith("CORS origins set to wildcard '*' — acceptable for public intake")
     for origins, warned in (("*", True), ("https://partner.example", False)):
-        settings = apps.test_settings("memory", tmp_path, http=HttpSettings(cors_origins=origins))
+        settings = apps.make_settings("memory", tmp_path, http=HttpSettings(cors_origins=origins))
         with structlog.testing.capture_logs() as logs:
-            create_app(apps.test_container(settings), manage_runtime=False)
+            create_app(apps.make_container(settings), manage_runtime=False)
         assert (
             any(entry["event"] == CORS_WILDCARD_WARNING and entry["log_level"] == "warning" for entry in logs) is warned
         )

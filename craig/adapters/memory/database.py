@@ -15,12 +15,33 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+import attrs
+
 from craig.adapters.clock import SystemClock
 from craig.adapters.transaction import UnitOfWorkMisuse
 from craig.adapters.waiters import Waiters
-from craig.ports.errors import DatabaseUnavailable
+from craig.ports.errors import DatabaseUnavailable, InvalidData
 
 _MISSING: Any = object()
+
+
+def _refuse_nul(value: Any, depth: int = 0) -> None:
+    """PostgreSQL cannot store NUL in text or JSON strings; neither may the memory database, so
+    the two adapters answer the same (:class:`InvalidData`) for the same input."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidData("text cannot contain the NUL character (0x00)")
+    elif depth > 8 or isinstance(value, (bytes, int, float, bool)) or value is None:
+        return
+    elif isinstance(value, dict):
+        for item in value.values():
+            _refuse_nul(item, depth + 1)
+    elif isinstance(value, (list, tuple, frozenset, set)):
+        for item in value:
+            _refuse_nul(item, depth + 1)
+    elif attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            _refuse_nul(getattr(value, field.name), depth + 1)
 
 
 class MemoryDatabase:
@@ -100,6 +121,7 @@ class MemoryTransaction:
     # --- writes -----------------------------------------------------------------------------
     def put(self, table: str, key: Hashable, row: Any) -> None:
         self._check()
+        _refuse_nul(row)
         data = self.db.raw(table)
         self._undo.append((table, key, data.get(key, _MISSING)))
         data[key] = row

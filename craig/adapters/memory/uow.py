@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
 from craig.ports.cipher import FieldCipher
@@ -12,10 +11,10 @@ from craig.ports.unit_of_work import UnitOfWork
 
 
 class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, db: MemoryDatabase, cipher: FieldCipher | None = None) -> None:
+    def __init__(self, db: MemoryDatabase, cipher: FieldCipher) -> None:
         super().__init__()
         #: Sensitive columns go through this on every write and read.
-        self.cipher: FieldCipher = cipher or PlaintextCipher()
+        self.cipher = cipher
         self.db = db
         self._tx: MemoryTransaction | None = None
         from craig.adapters.memory.repositories import attach

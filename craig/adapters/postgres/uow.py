@@ -6,7 +6,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from craig.adapters.crypto.plaintext import PlaintextCipher
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
@@ -15,10 +14,10 @@ from craig.ports.unit_of_work import UnitOfWork
 
 
 class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, database: PostgresDatabase, cipher: FieldCipher | None = None) -> None:
+    def __init__(self, database: PostgresDatabase, cipher: FieldCipher) -> None:
         super().__init__()
         #: Sensitive columns go through this on every write and read.
-        self.cipher: FieldCipher = cipher or PlaintextCipher()
+        self.cipher = cipher
         self.database = database
         self._conn: AsyncConnection | None = None
         from craig.adapters.postgres.repositories import attach

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from craig.domain.constants import CLEANUP_INTERVAL, PURGE_BATCH_SIZE
+from craig.domain.constants import CLEANUP_INTERVAL, INTAKE_RATE_LIMIT_RETENTION, PURGE_BATCH_SIZE
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.attachment_scanner import attachment_scanner_loop
 from craig.entrypoints.workers.messaging import relay_loop
@@ -32,6 +32,7 @@ def cleanup_loop(container: Container) -> Loop:
                 container.inbox_store().purge_processed,
                 timedelta(days=settings.inbox.retention_days),
             ),
+            Retention("intake rate limits", container.rate_limiter().purge_idle, INTAKE_RATE_LIMIT_RETENTION),
         ],
         batch_size=PURGE_BATCH_SIZE,
     )
