@@ -27,7 +27,7 @@ class TransactionalUnitOfWork(abc.ABC):
         self._held = False  # a held commit is waiting for release()
         # One entry per open block: [savepoint handle or None, committed?, callbacks mark]
         self._blocks: list[list[Any]] = []
-        self._after_commit: list[Callable[[], None]] = []
+        self._after_commit: list[Callable[[], object]] = []
 
     # --- primitives ---------------------------------------------------------------------
     @abc.abstractmethod
@@ -103,7 +103,7 @@ class TransactionalUnitOfWork(abc.ABC):
         elif outermost:
             self._held = True
 
-    def after_commit(self, callback: Callable[[], None]) -> None:
+    def after_commit(self, callback: Callable[[], object]) -> None:
         if not self._blocks:
             raise UnitOfWorkMisuse("after_commit() outside an `async with uow:` block")
         self._after_commit.append(callback)
