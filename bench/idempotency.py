@@ -78,7 +78,8 @@ async def _storm(client: httpx.AsyncClient, duplicates: int) -> tuple[float, flo
 
 
 async def measure(base: str, requests: int, concurrency: int, rounds: int) -> None:
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+    # Shorter than uvicorn's keep-alive (5 s), so the client never reuses a connection being closed.
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=base, headers=_headers(), limits=limits, timeout=60) as client:
         for _ in range(100):
             try:

@@ -20,6 +20,10 @@ class OutboxWriter(Protocol):
         """Insert the event into the outbox. Nothing is published unless the transaction commits."""
         ...
 
+    async def stage_many(self, envelopes: Sequence[EventEnvelope]) -> None:
+        """Insert several events with one statement, in the given order."""
+        ...
+
 
 @attrs.frozen
 class OutboxRecord:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -39,3 +39,8 @@ def new_event(
 async def stage_event(uow: UnitOfWork, envelope: EventEnvelope) -> None:
     """Insert the event in the caller's transaction: nothing is published unless it commits."""
     await uow.outbox.stage(envelope)
+
+
+async def stage_events(uow: UnitOfWork, envelopes: Sequence[EventEnvelope]) -> None:
+    """Several events, one statement, same guarantee as :func:`stage_event`."""
+    await uow.outbox.stage_many(envelopes)

@@ -35,7 +35,7 @@ from craig.domain.partners import Partner
 from craig.ports.clock import Clock
 from craig.ports.exchange import Delivery, PartnerGateway
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.events import stage_event
+from craig.usecases.events import stage_event, stage_events
 from craig.usecases.send_policy import Observer, SendPolicy, outcome_event
 
 log = structlog.get_logger(__name__)
@@ -163,10 +163,8 @@ class SendJobWorker:
         decisions = {job.id: decision for job, decision in outcomes}
         updated = await uow.send_jobs.record(outcomes)
         now = self._clock.now()
-        for job in updated:
-            decision = decisions[job.id]
-            if decision.event_type:
-                await stage_event(uow, outcome_event(job, decision, now))
+        events = [outcome_event(job, decisions[job.id], now) for job in updated if decisions[job.id].event_type]
+        await stage_events(uow, events)
         if len(updated) < len(outcomes):
             log.warning("send job outcomes dropped: lease lost to another worker", jobs=len(outcomes) - len(updated))
 

@@ -152,3 +152,14 @@ async def test_waiting_relays_wake_when_events_commit(backend: Backend) -> None:
     assert not waiter.done()
     await stage(backend, event())
     await asyncio.wait_for(waiter, 20)  # woken by NOTIFY; the bound only stops a hung test
+
+
+async def test_stage_many_keeps_the_given_order(backend: Backend) -> None:
+    staged = [event(f"agg-{n % 3}", n) for n in range(7)]
+    uow = backend.uow()
+    async with uow:
+        await uow.outbox.stage(staged[0])
+        await uow.outbox.stage_many(staged[1:])
+        await uow.commit()
+    async with backend.outbox.claim_batch(100) as batch:
+        assert [r.envelope for r in batch.events] == staged

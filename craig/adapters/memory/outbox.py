@@ -58,6 +58,10 @@ class MemoryOutboxWriter(OutboxWriter):
         tx.put(TABLE, envelope.id, row)
         tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL))
 
+    async def stage_many(self, envelopes: Sequence[EventEnvelope]) -> None:
+        for envelope in envelopes:
+            await self.stage(envelope)
+
 
 class _MemoryBatch(OutboxBatch):
     """Marks are buffered and applied in one transaction when the batch ends, like a COMMIT."""

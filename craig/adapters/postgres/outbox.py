@@ -48,6 +48,23 @@ _STAGE = text(
     """
 ).bindparams(bindparam("envelope", type_=JSONB))
 
+# Several events in one statement; WITH ORDINALITY keeps their order in the identity column.
+_STAGE_MANY = text(
+    """
+    INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
+    SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
+      FROM unnest(:ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
+           WITH ORDINALITY AS e(id, envelope, event_type, aggregate_type, aggregate_id, n)
+     ORDER BY e.n
+    """
+).bindparams(
+    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("envelopes", type_=ARRAY(JSONB)),
+    bindparam("types", type_=ARRAY(TEXT)),
+    bindparam("aggregate_types", type_=ARRAY(TEXT)),
+    bindparam("aggregate_ids", type_=ARRAY(TEXT)),
+)
+
 _CLAIM = text(
     """
     SELECT id, seq, envelope, attempts, aggregate_type, aggregate_id
@@ -125,6 +142,23 @@ class PostgresOutboxWriter(OutboxWriter):
                     "event_type": envelope.type,
                     "aggregate_type": envelope.aggregate_type,
                     "aggregate_id": envelope.aggregate_id,
+                },
+            )
+
+    async def stage_many(self, envelopes: Sequence[EventEnvelope]) -> None:
+        if len(envelopes) <= 1:
+            for envelope in envelopes:
+                await self.stage(envelope)
+            return
+        async with db_errors():
+            await self.uow.connection.execute(
+                _STAGE_MANY,
+                {
+                    "ids": [e.id for e in envelopes],
+                    "envelopes": [e.to_json() for e in envelopes],
+                    "types": [e.type for e in envelopes],
+                    "aggregate_types": [e.aggregate_type for e in envelopes],
+                    "aggregate_ids": [e.aggregate_id for e in envelopes],
                 },
             )
 
