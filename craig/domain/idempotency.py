@@ -154,9 +154,17 @@ def finalize_failed(slot: Slot, token: int, detail: str, now: datetime) -> Slot:
 # --- responses ---------------------------------------------------------------------------------
 
 
-def is_success(status_code: int) -> bool:
-    """Below 500 the outcome is final (even a 4xx); 5xx may be retried under the same key."""
-    return status_code < 500
+def is_final(status_code: int, headers: Iterable[tuple[str, str]] = ()) -> bool:
+    """Whether an answer is the request's outcome, to be stored and replayed.
+
+    Below 500 it is (a 404 or a 422 will not change on retry), with one exception: an answer
+    carrying ``Retry-After`` (a 429, a 409 "concurrent update, retry") tells the client to come
+    back, and replaying it forever would contradict it. Such answers, like every 5xx, mark the
+    slot failed so the same key can be retried.
+    """
+    if status_code >= 500:
+        return False
+    return not any(name.lower() == "retry-after" for name, _ in headers)
 
 
 def storable_response(

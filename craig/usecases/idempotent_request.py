@@ -7,8 +7,9 @@ The HTTP layer translates; every decision is made here and in :mod:`craig.domain
 2. The handler runs on a unit of work whose commits are *held*.
 3. :meth:`IdempotentRequests.complete` stores the response inside that same transaction and
    commits once: the effects and the stored response become durable together, or not at all.
-   A 5xx (or an exception, :meth:`fail`) rolls the effects back and marks the slot ``failed``
-   so the client may retry with the same key.
+   A 5xx, or an answer with ``Retry-After`` (429, a transient 409), or an exception
+   (:meth:`fail`) rolls the effects back and marks the slot ``failed`` so the client may retry
+   with the same key.
 """
 
 from __future__ import annotations
@@ -118,9 +119,10 @@ class IdempotentRequests:
     ) -> None:
         """Finalize after the handler answered. Raises ``ClaimLost`` (effects rolled back) or a
         ``PortError`` (effects rolled back, slot marked failed when possible)."""
-        if not model.is_success(status_code):
+        headers = list(headers)
+        if not model.is_final(status_code, headers):
             await uow.release(commit=False)
-            await self.fail(slot, f"handler answered {status_code}")
+            await self.fail(slot, f"handler answered {status_code} (not final)")
             return
         response = model.storable_response(status_code, headers, body, self.policy.max_body_bytes)
         try:

@@ -168,6 +168,16 @@ async def test_4xx_outcome_is_final_and_replayed(api: Api) -> None:
     assert probe.EXECUTIONS[n] == 1
 
 
+@pytest.mark.parametrize("status", [429, 409])
+async def test_an_answer_that_says_retry_after_is_not_stored(api: Api, status: int) -> None:
+    n, key = name(), name()
+    first = await api.post(f"/v1/probe/{n}", {"status": status, "retry_after": 1}, key)
+    assert first.status_code == status and first.headers["retry-after"] == "1"
+    second = await api.post(f"/v1/probe/{n}", {"status": status, "retry_after": 1}, key)
+    assert "idempotent-replayed" not in second.headers  # the retry ran again, as it was told to
+    assert probe.EXECUTIONS[n] == 2
+
+
 async def test_large_body_is_replayed_empty_with_a_marker(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     async for api in _api("memory", request, tmp_path, idempotency=IdempotencySettings(max_body_bytes=100)):
         n, key = name(), name()

@@ -47,7 +47,8 @@ async def probe(
     if data.get("fail"):
         raise RuntimeError("probe asked to fail")
     if data.get("status"):
-        return Response({"name": name, "status": data["status"]}, status_code=int(data["status"]))
+        headers = {"Retry-After": str(data["retry_after"])} if data.get("retry_after") else {}
+        return Response({"name": name, "status": data["status"]}, status_code=int(data["status"]), headers=headers)
     body = {"name": name, "run": EXECUTIONS[name], "by": principal.name, "pad": "x" * int(data.get("pad", 0))}
     return Response(body, status_code=201, headers={"Location": f"/v1/probe/{name}", "ETag": f'"{name}"'})
 

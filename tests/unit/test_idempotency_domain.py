@@ -117,7 +117,7 @@ TestClaimMachine = ClaimMachine.TestCase
     limit=st.integers(0, 64),
     headers=st.lists(
         st.tuples(
-            st.sampled_from(["Content-Type", "Location", "ETag", "X-Other", "Set-Cookie"]),
+            st.sampled_from(["Content-Type", "Location", "ETag", "X-Other", "Set-Cookie", "Retry-After"]),
             st.text("abc/", min_size=1, max_size=5),
         ),
         max_size=6,
@@ -130,7 +130,9 @@ def test_storable_response_keeps_only_replay_headers_and_bounds_the_body(
     assert {name for name, _ in stored.headers} <= {"content-type", "location", "etag"}
     assert stored.body_too_large == (len(body) > limit)
     assert stored.body == (b"" if len(body) > limit else body)
-    assert model.is_success(status) == (status < 500)
+    assert model.is_final(status, headers) == (
+        status < 500 and not any(name.lower() == "retry-after" for name, _ in headers)
+    )
 
 
 @given(seconds=st.floats(min_value=0.001, max_value=30))

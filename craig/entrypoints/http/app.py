@@ -50,7 +50,8 @@ def _description(settings: Settings) -> str:
         "and body replays the stored response byte for byte with `Idempotent-Replayed: true`; the same "
         "key with a different body answers 422; a concurrent duplicate waits for the first (up to "
         f"{settings.idempotency.wait_ceiling_seconds:g} s) and then answers 409 with `Retry-After`. "
-        f"Keys expire {hours:g} hours after first use. A 5xx is not stored: retry with the same key.\n\n"
+        f"Keys expire {hours:g} hours after their last claim. A 5xx, or an answer carrying `Retry-After` "
+        "(429, a transient 409), is not stored: retry with the same key.\n\n"
         "Errors are RFC 9457 `application/problem+json`."
     )
 
