@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
-from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult, DefineMiddleware
 from litestar.types import ASGIApp
 
 from craig.domain.access import Principal
@@ -16,9 +17,9 @@ from craig.entrypoints.tokens import InvalidToken, TokenVerifier
 class BearerAuthentication(AbstractAuthenticationMiddleware):
     """Sets ``request.user`` to the :class:`Principal`; 401 problem otherwise."""
 
-    def __init__(self, app: ASGIApp, verifier: TokenVerifier) -> None:
+    def __init__(self, app: ASGIApp, verify: Callable[[str], Principal]) -> None:
         super().__init__(app)
-        self.verifier = verifier
+        self.verify = verify
 
     async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
         header = connection.headers.get("authorization", "")
@@ -26,16 +27,20 @@ class BearerAuthentication(AbstractAuthenticationMiddleware):
         if scheme.lower() != "bearer" or not token.strip():
             raise NotAuthorizedException("send `Authorization: Bearer <JWT>`")
         try:
-            principal = self.verifier.verify(token.strip())
+            principal = self.verify(token.strip())
         except InvalidToken as error:
             raise NotAuthorizedException(str(error)) from None
         return AuthenticationResult(user=principal, auth=token)
 
 
 def bearer_middleware(verifier: TokenVerifier) -> Any:
-    from litestar.middleware import DefineMiddleware
+    """Litestar deep-copies middleware arguments; a JWKS client (locks, caches) cannot be copied,
+    so the middleware gets a plain function, which copies by reference."""
 
-    return DefineMiddleware(BearerAuthentication, verifier=verifier)
+    def verify(token: str) -> Principal:
+        return verifier.verify(token)
+
+    return DefineMiddleware(BearerAuthentication, verify=verify)
 
 
 def principal_of(user: Any) -> Principal:
