@@ -1,54 +1,53 @@
-"""Every revision upgrades, downgrades and upgrades again on a fresh database."""
+"""Migrations: every revision, and the whole chain, upgrade, downgrade and upgrade again on a
+real PostgreSQL (embedded 18, or CRAIG_TEST_DATABASE_URL such as the system 15)."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from sqlalchemy.engine import make_url
 
-from craig.adapters.postgres.migrations import downgrade, head_revision, upgrade_to_head
-from tests.support.services import admin_sql, quote_ident, run_async
+from craig.adapters.postgres import migrations
+from tests.support.services import fetch, public_tables, scratch_database
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
+#: revision, the one before it, the tables it creates
+REVISIONS = [
+    ("0007", "0006", {"foster_homes", "placements"}),
+    ("0008", "0007", {"partners", "exchange_transactions", "exchange_send_jobs", "exchange_rate_limits"}),
+    ("0009", "0008", {"referrals", "rule_sets", "intake_rate_limits"}),
+]
 
-async def _tables(url: str) -> set[str]:
-    import asyncpg
 
-    from craig.adapters.postgres.database import libpq_dsn
+@pytest.mark.parametrize(("revision", "previous", "tables"), REVISIONS, ids=[r[0] for r in REVISIONS])
+def test_a_revision_upgrades_downgrades_and_upgrades_again(
+    pg_server_url: str, revision: str, previous: str, tables: set[str]
+) -> None:
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, revision)
+        assert tables <= public_tables(url)
+        migrations.downgrade(url, previous)
+        assert not tables & public_tables(url)
+        migrations.upgrade(url, revision)
+        assert tables <= public_tables(url)
 
-    conn = await asyncpg.connect(libpq_dsn(url))
-    try:
-        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        return {row["tablename"] for row in rows}
-    finally:
-        await conn.close()
+
+def test_0009_seeds_intake_triage_exactly_once(pg_server_url: str) -> None:
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0009")
+        migrations.downgrade(url, "0008")
+        migrations.upgrade(url, "0009")
+        seeded = [(r["name"], r["version"]) for r in fetch(url, "SELECT name, version FROM rule_sets")]
+        assert seeded == [("intake-triage", 1)]
 
 
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
-    name = f"migrations_{uuid.uuid4().hex[:10]}"
-    admin_sql(pg_server_url, f"CREATE DATABASE {quote_ident(name)}")
-    url = make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade_to_head(url)
-        at_head = run_async(lambda: _tables(url))
-        assert {
-            "idempotency_responses",
-            "event_outbox",
-            "event_inbox",
-            "cases",
-            "contact_attachments",
-            "placements",
-            "foster_homes",
-            "exchange_send_jobs",
-            "referrals",
-            "rule_sets",
-        } <= at_head
-        downgrade(url, "base")
-        assert run_async(lambda: _tables(url)) <= {"alembic_version"}
-        upgrade_to_head(url)
-        assert run_async(lambda: _tables(url)) == at_head
-        assert head_revision() == "0009"
-    finally:
-        admin_sql(pg_server_url, f"DROP DATABASE {quote_ident(name)} WITH (FORCE)")
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade_to_head(url)
+        at_head = public_tables(url)
+        assert {"idempotency_responses", "event_outbox", "event_inbox", "cases", "contact_attachments"} <= at_head
+        assert all(tables <= at_head for _, _, tables in REVISIONS)
+        migrations.downgrade(url, "base")
+        assert public_tables(url) <= {"alembic_version"}
+        migrations.upgrade_to_head(url)
+        assert public_tables(url) == at_head
+        assert migrations.head_revision() == "0009"

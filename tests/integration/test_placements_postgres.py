@@ -9,13 +9,11 @@ from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import asyncpg
 import pytest
 from sqlalchemy import text
 
 from craig.adapters.clock import SystemClock
-from craig.adapters.postgres import migrations
-from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
+from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.access import Principal, Role
 from craig.domain.cases import new_case
@@ -26,7 +24,6 @@ from craig.entrypoints.status import collect_status, format_status
 from craig.usecases.placements import CreateFosterHome, CreatePlacement, UpdatePlacement
 from tests.support import apps
 from tests.support.ciphers import TEST_CIPHER
-from tests.support.services import admin_sql, quote_ident, run_async, with_database
 
 pytestmark = pytest.mark.integration
 
@@ -126,30 +123,3 @@ async def test_status_shows_homes_at_capacity(pg_url: str, tmp_path: Path) -> No
     assert section["full homes"] == "Home (1/1), Home (1/1)"
     assert section["homes with occupancy drift"] == "none"
     assert "homes at capacity                2" in format_status(report)
-
-
-def _tables(url: str) -> set[str]:
-    async def query() -> set[str]:
-        conn = await asyncpg.connect(libpq_dsn(url))
-        try:
-            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        finally:
-            await conn.close()
-        return {row["tablename"] for row in rows}
-
-    return run_async(query)
-
-
-def test_migration_0007_upgrades_downgrades_and_upgrades_again(pg_server_url: str) -> None:
-    name = f"m_{uuid.uuid4().hex}"
-    admin_sql(pg_server_url, f"CREATE DATABASE {quote_ident(name)}")
-    url = with_database(pg_server_url, name)
-    try:
-        migrations.upgrade(url, "0007")
-        assert {"foster_homes", "placements"} <= _tables(url)
-        migrations.downgrade(url, "0006")
-        assert not {"foster_homes", "placements"} & _tables(url)
-        migrations.upgrade(url, "0007")
-        assert {"foster_homes", "placements"} <= _tables(url)
-    finally:
-        admin_sql(pg_server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")

@@ -27,6 +27,7 @@ import attrs
 from minio import Minio
 from sqlalchemy.engine import make_url
 
+from craig.adapters.postgres.database import libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 
 T = TypeVar("T")
@@ -267,3 +268,31 @@ def database_from_template(server_url: str, template: str) -> Iterator[str]:
         yield with_database(server_url, name)
     finally:
         admin_sql(server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
+
+
+@contextmanager
+def scratch_database(server_url: str) -> Iterator[str]:
+    """An empty database (not migrated) on the server; dropped afterwards."""
+    name = f"m_{uuid.uuid4().hex}"
+    admin_sql(server_url, f"CREATE DATABASE {quote_ident(name)}")
+    try:
+        yield with_database(server_url, name)
+    finally:
+        admin_sql(server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
+
+
+def fetch(url: str, sql: str) -> list[Any]:
+    """Rows of one query, run on a short-lived connection (for sync tests)."""
+
+    async def query() -> list[Any]:
+        conn = await asyncpg.connect(libpq_dsn(url))
+        try:
+            return list(await conn.fetch(sql))
+        finally:
+            await conn.close()
+
+    return run_async(query)
+
+
+def public_tables(url: str) -> set[str]:
+    return {row["tablename"] for row in fetch(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
