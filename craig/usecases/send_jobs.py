@@ -108,9 +108,13 @@ class SendJobWorker:
         await self.finish()
 
     async def finish(self, timeout: timedelta = timedelta(seconds=10)) -> None:
-        """Let dispatches in flight end (bounded), then record their outcomes."""
+        """Let dispatches in flight end (bounded), then record their outcomes, including any a
+        background flush has already taken and is still writing."""
         if self._running:
             await asyncio.wait(set(self._running), timeout=timeout.total_seconds())
+        flusher = self._flusher
+        if flusher is not None and not flusher.done():
+            await asyncio.wait({flusher}, timeout=timeout.total_seconds())
         await self._flush()
 
     # --- the pass: record, recover, claim, reserve -- one transaction ---------------------------
