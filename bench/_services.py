@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import signal
 import socket
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -29,20 +31,22 @@ def postgres_database() -> Iterator[str]:
     server_url = os.environ.get("CRAIG_BENCH_DATABASE_URL")
     root: Path | None = None
     server: EmbeddedPostgres | None = None
-    if not server_url:
-        root = Path(tempfile.mkdtemp(prefix="craig-bench-pg-"))
-        root.chmod(0o755)
-        server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
-        server.start()
-        server_url = server.url("postgres")
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    _admin(server_url, f'CREATE DATABASE "{name}"')
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
     try:
-        upgrade_to_head(url)
-        yield url
-    finally:
-        _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+        if not server_url:
+            root = Path(tempfile.mkdtemp(prefix="craig-bench-pg-"))
+            root.chmod(0o755)
+            server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
+            server.start()
+            server_url = server.url("postgres")
+        name = f"bench_{uuid.uuid4().hex[:10]}"
+        _admin(server_url, f'CREATE DATABASE "{name}"')
+        url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+        try:
+            upgrade_to_head(url)
+            yield url
+        finally:
+            _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:  # never leave a server running, whatever failed
         if server is not None:
             server.stop()
         if root is not None:
@@ -60,6 +64,11 @@ def _admin(url: str, sql: str) -> None:
             await conn.close()
 
     asyncio.run(run())
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """A benchmark stopped with SIGTERM (e.g. by `timeout`) still stops the servers it started."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def rabbit_available() -> bool:

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench._services import BENCH_CIPHER, postgres_database
+from bench._services import BENCH_CIPHER, exit_cleanly_on_sigterm, postgres_database
 from craig.adapters.clock import SystemClock
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.adapters.postgres.database import PostgresDatabase
@@ -139,4 +139,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     main()

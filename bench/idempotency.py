@@ -23,7 +23,7 @@ import uuid
 
 import httpx
 
-from bench._services import postgres_database
+from bench._services import exit_cleanly_on_sigterm, postgres_database
 from craig.domain.access import Role
 from craig.entrypoints.tokens import mint
 from tests.support.apps import JWT_SECRET, free_port
@@ -126,6 +126,7 @@ def main(requests: int, concurrency: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)

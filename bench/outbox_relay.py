@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
 
-from bench._services import BENCH_CIPHER, RABBIT_URL, postgres_database, rabbit_available
+from bench._services import BENCH_CIPHER, RABBIT_URL, exit_cleanly_on_sigterm, postgres_database, rabbit_available
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
@@ -144,6 +144,7 @@ async def measure(url: str, events: int, rounds: int) -> tuple[list[float], list
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from bench._services import BENCH_CIPHER
+from bench._services import BENCH_CIPHER, exit_cleanly_on_sigterm
 from craig.adapters.clock import SystemClock
 from craig.adapters.postgres import placements as adapter
 from craig.adapters.postgres.database import PostgresDatabase
@@ -139,4 +139,5 @@ def run() -> None:
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     run()

@@ -37,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from bench._services import BENCH_CIPHER, _admin
+from bench._services import BENCH_CIPHER, _admin, exit_cleanly_on_sigterm
 from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
@@ -349,4 +349,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     main()

@@ -88,7 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so `finally` blocks run (an embedded PostgreSQL this command
+    started is stopped). `serve` and `worker` install their own graceful handlers."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     args = _parser().parse_args(argv)
     name = args.command
     try:
@@ -132,6 +139,10 @@ def _serve(args: argparse.Namespace) -> int:
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
     )
     server = uvicorn.Server(config)
+    # uvicorn handles SIGTERM/SIGINT gracefully, then re-raises the signal to the previous handler;
+    # after a complete graceful shutdown nothing is left to do, so `craig serve` exits 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda _signum, _frame: None)
     server.run()
     return 0 if server.started else 2
 
