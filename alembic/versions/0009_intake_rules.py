@@ -32,6 +32,8 @@ def _is(fact: str) -> dict[str, object]:
     return {"fact": fact, "op": "eq", "value": True}
 
 
+# A copy of craig.domain.intake.DEFAULT_TRIAGE_RULES on purpose: a revision must seed what it
+# seeded when it was written, whatever the domain's defaults become later.
 DEFAULT_INTAKE_TRIAGE = [
     {"when": _is("mentions_immediate_danger"), "then": "urgent"},
     {

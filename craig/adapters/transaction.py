@@ -50,10 +50,6 @@ class TransactionalUnitOfWork(abc.ABC):
 
     # --- contract -------------------------------------------------------------------------
     @property
-    def in_block(self) -> bool:
-        return bool(self._blocks)
-
-    @property
     def has_pending_commit(self) -> bool:
         return self._held
 

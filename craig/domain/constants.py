@@ -154,8 +154,6 @@ RULE_FACT_NAME_MAX_LENGTH: Final = 100
 RULE_CACHE_MAX_ENTRIES: Final = 1000
 #: Rows ``craig keys rotate`` re-encrypts per transaction.
 KEY_ROTATION_BATCH_SIZE: Final = 500
-#: Expired per-IP rate-limit rows removed per purge statement.
-RATE_LIMIT_PURGE_BATCH_SIZE: Final = 1000
 
 # --- Cases ------------------------------------------------------------------------------------
 CASE_TITLE_MAX_LENGTH: Final = 300

@@ -66,10 +66,10 @@ async def start_database(container: Container, *, schema: Schema) -> None:
 async def check_schema(container: Container) -> None:
     head = migrations.head_revision()
     async with container.postgres().connect() as conn:
-        try:
+        # An unmigrated database has no alembic_version; any other error must not pass for that.
+        current = None
+        if (await conn.execute(text("SELECT to_regclass('alembic_version')"))).scalar() is not None:
             current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
-        except Exception:
-            current = None
     if current != head:
         raise StartupError(
             f"database schema is at revision {current or 'none'} but this Craig needs {head}; run `craig db upgrade`"

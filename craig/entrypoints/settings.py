@@ -14,12 +14,30 @@ import os
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from craig.domain.constants import ATTACHMENT_SCAN_MIN_GRACE
+from craig.domain.constants import (
+    ATTACHMENT_MAX_BYTES,
+    ATTACHMENT_SCAN_GRACE,
+    ATTACHMENT_SCAN_INTERVAL,
+    ATTACHMENT_SCAN_MIN_GRACE,
+    IDEMPOTENCY_CLAIM_TTL,
+    IDEMPOTENCY_LOSER_WAIT_CEILING,
+    IDEMPOTENCY_MAX_STORED_BODY_BYTES,
+    IDEMPOTENCY_RETENTION,
+    INBOX_BACKOFF_BASE,
+    INBOX_BACKOFF_CAP,
+    INBOX_RETENTION,
+    OUTBOX_BATCH_SIZE,
+    OUTBOX_POLL_INTERVAL,
+    OUTBOX_RETENTION,
+    SEND_LEASE,
+    SEND_MAX_CONCURRENCY,
+)
 
 PREFIX = "CRAIG_"
 _IGNORED_PREFIXES = ("CRAIG_TEST_",)  # the test suite's own knobs
@@ -38,6 +56,14 @@ class Profile(enum.StrEnum):
 class EncryptionMode(enum.StrEnum):
     REQUIRED = "required"
     OPTIONAL = "optional"
+
+
+def _hours(value: timedelta) -> float:
+    return value.total_seconds() / 3600
+
+
+def _days(value: timedelta) -> float:
+    return value.total_seconds() / 86400
 
 
 def _help(text: str, default: Any = attrs.NOTHING, **kw: Any) -> Any:
@@ -94,31 +120,41 @@ class ObjectStoreSettings:
 
 @attrs.define
 class IdempotencySettings:
-    claim_ttl_seconds: float = _help("How long a claim is owned before it may be recovered.", 30.0)
-    wait_ceiling_seconds: float = _help("How long a concurrent duplicate waits (<= claim TTL).", 10.0)
-    max_body_bytes: int = _help("Largest response body stored for replay.", 1024 * 1024)
-    retention_hours: float = _help("Slots older than this are purged.", 24.0)
+    claim_ttl_seconds: float = _help(
+        "How long a claim is owned before it may be recovered.", IDEMPOTENCY_CLAIM_TTL.total_seconds()
+    )
+    wait_ceiling_seconds: float = _help(
+        "How long a concurrent duplicate waits (<= claim TTL).", IDEMPOTENCY_LOSER_WAIT_CEILING.total_seconds()
+    )
+    max_body_bytes: int = _help("Largest response body stored for replay.", IDEMPOTENCY_MAX_STORED_BODY_BYTES)
+    retention_hours: float = _help("Slots older than this are purged.", _hours(IDEMPOTENCY_RETENTION))
 
 
 @attrs.define
 class OutboxSettings:
-    batch_size: int = _help("Events a relay claims per batch.", 500)
-    poll_interval_seconds: float = _help("Relay poll interval when no NOTIFY arrives.", 1.0)
-    retention_days: float = _help("Published events are purged after this.", 7.0)
+    batch_size: int = _help("Events a relay claims per batch.", OUTBOX_BATCH_SIZE)
+    poll_interval_seconds: float = _help(
+        "Relay poll interval when no NOTIFY arrives.", OUTBOX_POLL_INTERVAL.total_seconds()
+    )
+    retention_days: float = _help("Published events are purged after this.", _days(OUTBOX_RETENTION))
 
 
 @attrs.define
 class InboxSettings:
-    retention_days: float = _help("Processed inbox rows are purged after this.", 7.0)
-    backoff_base_seconds: float = _help("First redelivery delay; doubles per retry (5 retries).", 1.0)
-    backoff_cap_seconds: float = _help("Longest redelivery delay.", 60.0)
+    retention_days: float = _help("Processed inbox rows are purged after this.", _days(INBOX_RETENTION))
+    backoff_base_seconds: float = _help(
+        "First redelivery delay; doubles per retry (5 retries).", INBOX_BACKOFF_BASE.total_seconds()
+    )
+    backoff_cap_seconds: float = _help("Longest redelivery delay.", INBOX_BACKOFF_CAP.total_seconds())
 
 
 @attrs.define
 class AttachmentSettings:
-    max_bytes: int = _help("Largest attachment accepted (413 above it).", 25 * 1024 * 1024)
-    scan_grace_seconds: float = _help("Pending uploads younger than this are left alone.", 3600.0)
-    scan_interval_seconds: float = _help("How often the scanner reconciles.", 300.0)
+    max_bytes: int = _help("Largest attachment accepted (413 above it).", ATTACHMENT_MAX_BYTES)
+    scan_grace_seconds: float = _help(
+        "Pending uploads younger than this are left alone.", ATTACHMENT_SCAN_GRACE.total_seconds()
+    )
+    scan_interval_seconds: float = _help("How often the scanner reconciles.", ATTACHMENT_SCAN_INTERVAL.total_seconds())
 
 
 @attrs.define
@@ -126,8 +162,8 @@ class ExchangeSettings:
     connect_timeout_seconds: float = _help("Partner HTTP connect timeout.", 5.0)
     read_timeout_seconds: float = _help("Partner HTTP read timeout.", 30.0)
     max_connections: int = _help("Partner HTTP connection pool size.", 50)
-    max_concurrency: int = _help("Dispatches one worker runs at once.", 8)
-    lease_seconds: float = _help("How long a claimed job is owned by its worker.", 60.0)
+    max_concurrency: int = _help("Dispatches one worker runs at once.", SEND_MAX_CONCURRENCY)
+    lease_seconds: float = _help("How long a claimed job is owned by its worker.", SEND_LEASE.total_seconds())
 
 
 @attrs.define

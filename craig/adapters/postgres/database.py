@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import asyncpg
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -60,18 +59,9 @@ class PostgresDatabase:
         async with db_errors(), self.engine.begin() as conn:
             yield conn
 
-    async def raw_connection(self) -> asyncpg.Connection:
-        """A dedicated asyncpg connection outside the pool (for LISTEN)."""
-        async with db_errors():
-            return await asyncpg.connect(libpq_dsn(self.url))
-
     async def ping(self) -> None:
         async with db_errors(), self.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
-
-    async def server_version(self) -> str:
-        async with db_errors(), self.engine.connect() as conn:
-            return str((await conn.execute(text("SHOW server_version"))).scalar_one())
 
     async def dispose(self) -> None:
         await self.engine.dispose()

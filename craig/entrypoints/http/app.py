@@ -145,10 +145,3 @@ def create_app(
     )
     app.state.container = container
     return app
-
-
-def app_from_environment() -> Any:
-    """``uvicorn --factory craig.entrypoints.http.app:app_from_environment``."""
-    from craig.entrypoints.bootstrap import bootstrap
-
-    return create_app(bootstrap())
