@@ -42,6 +42,7 @@ from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.migrations import upgrade_to_head
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.constants import SEND_MAX_CONCURRENCY
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
@@ -121,6 +122,7 @@ def _craig_workers(database: PostgresDatabase, count: int, concurrency: int, don
     return [
         SendJobWorker(
             lambda: PostgresUnitOfWork(database, BENCH_CIPHER),
+            PostgresSendJobQueue(database, BENCH_CIPHER),
             NoopGateway(),
             SystemClock(),
             SendPolicy(max_concurrency=concurrency),

@@ -129,10 +129,16 @@ def classify(result: DispatchResult) -> Verdict:
     return Verdict.FAIL
 
 
+#: A job's ``last_error`` is cut to this length (the partner's body may be long).
+MAX_ERROR_LENGTH = 2000
+
+
 def describe(result: DispatchResult) -> str:
     if isinstance(result, TransportFailure):
-        return f"{result.kind}: {result.detail}".rstrip(": ")
-    return f"partner answered {result.status}" + (f": {result.detail}" if result.detail else "")
+        text = f"{result.kind}: {result.detail}".rstrip(": ")
+    else:
+        text = f"partner answered {result.status}" + (f": {result.detail}" if result.detail else "")
+    return text[:MAX_ERROR_LENGTH]
 
 
 @attrs.frozen

@@ -43,9 +43,11 @@ from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.rate_limit import PostgresRateLimiter
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
+from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
@@ -253,9 +255,16 @@ class Container(containers.DeclarativeContainer):
         lease=providers.Callable(lambda s: timedelta(seconds=s.exchange.lease_seconds), settings),
         max_concurrency=settings.provided.exchange.max_concurrency,
     )
+    send_job_queue = providers.Selector(
+        profile,
+        memory=providers.Factory(UnitOfWorkSendJobQueue, uow_factory=uow.provider),
+        embedded=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher),
+        production=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher),
+    )
     send_job_worker = providers.Factory(
         SendJobWorker,
         uow_factory=uow.provider,
+        queue=send_job_queue,
         gateway=partner_gateway,
         clock=clock,
         policy=send_policy,

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import attrs
 
+from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, DispatchResult, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
@@ -65,11 +66,11 @@ class SendJobRepository(Protocol):
         """The transaction's jobs, in creation order."""
         ...
 
-    async def claim_due(self, limit: int, lease: timedelta) -> list[SendJob]:
+    async def claim_due(self, limit: int, lease: timedelta, exclude: Collection[UUID] = ()) -> list[SendJob]:
         """Up to ``limit`` ``pending`` jobs with ``next_attempt_at <= now``, oldest due first,
-        skipping rows other transactions hold (``FOR UPDATE SKIP LOCKED``); each becomes
-        ``in_flight`` with ``attempts + 1``, ``lease_token + 1`` and ``lease_expires_at = now +
-        lease``. Returns them as claimed."""
+        never one in ``exclude``, skipping rows other transactions hold (``FOR UPDATE SKIP
+        LOCKED``); each becomes ``in_flight`` with ``attempts + 1``, ``lease_token + 1`` and
+        ``lease_expires_at = now + lease``. Returns them as claimed."""
         ...
 
     async def recover_expired(self, max_attempts: int, limit: int) -> list[SendJob]:
@@ -96,6 +97,59 @@ class SendJobRepository(Protocol):
         ...
 
     async def stats(self) -> SendJobStats: ...
+
+
+# --- the worker's pass: record, claim, reserve in one atomic step ---------------------------
+
+
+@attrs.frozen
+class JobOutcome:
+    """A finished dispatch: the claimed job, what to record, and the event to stage with it."""
+
+    job: SendJob
+    decision: AttemptDecision
+    #: Staged in the same atomic step, and only if the outcome is recorded (lease still held).
+    event: EventEnvelope | None = None
+
+
+@attrs.frozen
+class Claim:
+    """A claimed job with its partner (None if it no longer exists) and its rate-limit slot
+    (None exactly when the partner is None; a slot may be one not granted)."""
+
+    job: SendJob
+    partner: Partner | None
+    slot: Reservation | None = None
+
+
+@attrs.frozen
+class PassResult:
+    #: Ids of the outcomes that were recorded; the others lost their lease and were dropped.
+    recorded: frozenset[UUID]
+    #: Oldest due first.
+    claims: list[Claim]
+    #: Outcomes not taken because their rows were momentarily held by another pass: neither
+    #: recorded nor dropped; the caller passes them again.
+    busy: frozenset[UUID] = frozenset()
+
+
+class SendJobQueue(Protocol):
+    """The send-job worker's hot path, as ONE atomic step on the database (all or nothing):
+
+    1. record ``outcomes`` exactly as :meth:`SendJobRepository.record` (fenced by lease token)
+       and stage the event of each outcome that was recorded;
+    2. claim up to ``claim`` due jobs exactly as :meth:`SendJobRepository.claim_due`, never one
+       of ``outcomes`` (not even one just recorded back to ``pending``);
+    3. load their partners and reserve their rate-limit slots as
+       :meth:`PartnerRateLimits.reserve` does: one reservation per partner for all its claimed
+       jobs, ``max_rate_wait`` ahead, in ascending key order.
+
+    ``claim=0`` only records. Adapters may do it in one statement (PostgreSQL) or compose the
+    unit of work's repositories (memory); both pass the same contract suite."""
+
+    async def run_pass(
+        self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
+    ) -> PassResult: ...
 
 
 # --- the partner's HTTP API -----------------------------------------------------------------

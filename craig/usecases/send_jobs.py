@@ -1,10 +1,12 @@
 """The send-job worker (seed: ``ExchangeSendWorker``): claim, dispatch, record.
 
-A worker *pass* is ONE short transaction that records the outcomes of finished dispatches
-(with their ``exchange.sent`` / ``exchange.send_failed`` events), returns expired leases to
-the queue, claims due jobs (``FOR UPDATE SKIP LOCKED``, leased on the database clock) and
-reserves their partners' rate-limit slots. Dispatches then run OUTSIDE any transaction, at most
-``max_concurrency`` at once; an outcome waits for the next pass, or at most
+A worker *pass* is ONE atomic step on the queue (:class:`~craig.ports.exchange.SendJobQueue`):
+it records the outcomes of finished dispatches (with their ``exchange.sent`` /
+``exchange.send_failed`` events), claims due jobs (``FOR UPDATE SKIP LOCKED``, leased on the
+database clock) and reserves their partners' rate-limit slots. Expired leases go back to the
+queue in a separate transaction every ``recover_interval``. Dispatches run OUTSIDE any
+transaction, at most ``max_concurrency`` at once, with up to ``prefetch`` more jobs claimed and
+ready so that each pass takes a whole batch; an outcome waits for the next pass, or at most
 ``OUTCOME_FLUSH_DELAY`` before it is recorded on its own.
 
 A crash anywhere leaves jobs ``in_flight`` until their lease runs out; they are then sent again
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import defaultdict
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -29,27 +31,25 @@ from craig.domain.exchange import (
     SendJob,
     TransportFailure,
     decide_after_attempt,
+    decided,
 )
-from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
 from craig.ports.clock import Clock
-from craig.ports.exchange import Delivery, PartnerGateway
+from craig.ports.exchange import Claim, Delivery, JobOutcome, PartnerGateway, PassResult, SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.events import stage_event, stage_events
+from craig.usecases.events import stage_event
 from craig.usecases.send_policy import Observer, SendPolicy, outcome_event
 
 log = structlog.get_logger(__name__)
 
 OUTCOME_FLUSH_DELAY = timedelta(milliseconds=10)
 RECORD_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
-Outcome = tuple[SendJob, AttemptDecision]
 
 
 @attrs.frozen
-class Claim:
-    job: SendJob
-    partner: Partner | None
-    slot: Reservation | None = None
+class _Ready:
+    claim: Claim
+    claimed_at: float
 
 
 class _NoSlot(Exception):
@@ -63,53 +63,73 @@ class SendJobWorker:
     def __init__(
         self,
         uow_factory: Callable[[], UnitOfWork],
+        queue: SendJobQueue,
         gateway: PartnerGateway,
         clock: Clock,
         policy: SendPolicy | None = None,
         observer: Observer | None = None,
     ) -> None:
         self._uow = uow_factory
+        self._queue = queue
         self._gateway = gateway
         self._clock = clock
         self.policy = policy or SendPolicy()
         self._observe = observer or (lambda _outcome, _seconds: None)
         self._running: set[asyncio.Task[None]] = set()
+        #: Claimed, not yet dispatched (at most ``policy.prefetch``), with their claim times.
+        self._ready: deque[_Ready] = deque()
         self._slot_freed = asyncio.Event()
-        self._outcomes: list[Outcome] = []
+        self._outcomes: list[JobOutcome] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._waiting_since = 0.0  # monotonic time the oldest unrecorded outcome was queued
         self._next_recovery = 0.0
 
     # --- the loop ------------------------------------------------------------------------------
     async def run_once(self) -> bool:
-        """One pass; True when it found work (run again at once)."""
-        free = self.policy.max_concurrency - len(self._running)
-        # Refill in batches: one pass per half-set of free slots, not one per finished job.
-        if free <= 0 or (self._running and free < max(1, self.policy.max_concurrency // 2)):
+        """One pass; True when it found work (run again at once).
+
+        Claims keep at most ``max_concurrency`` dispatches running and ``prefetch`` more claimed
+        and ready, and a pass runs once a whole batch fits: fewer, fuller passes.
+        """
+        self._start_ready()
+        room = self.policy.max_concurrency + self.policy.prefetch - len(self._running) - len(self._ready)
+        if room <= 0 or ((self._running or self._ready) and room < self.policy.claim_batch):
             self._slot_freed.clear()
             try:
                 await asyncio.wait_for(self._slot_freed.wait(), self.policy.recover_interval.total_seconds())
             except TimeoutError:
                 pass
             return True
-        claims = await self.claim(free)
-        for claim in claims:
-            task = asyncio.create_task(self._dispatch_task(claim), name=f"send-job:{claim.job.id}")
-            self._running.add(task)
+        claims = await self.claim(room)
+        claimed_at = time.monotonic()
+        self._ready.extend(_Ready(claim, claimed_at) for claim in claims)
+        self._start_ready()
         return bool(claims)
+
+    def _start_ready(self) -> None:
+        while self._ready and len(self._running) < self.policy.max_concurrency:
+            ready = self._ready.popleft()
+            task = asyncio.create_task(self._dispatch_task(ready), name=f"send-job:{ready.claim.job.id}")
+            self._running.add(task)
 
     async def drain(self) -> None:
         """Run until no job is due and nothing is in flight here (tests, benchmarks)."""
         while True:
             if await self.run_once():
                 continue
-            if not self._running:
+            if not self._running and not self._ready:
                 break
-            await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
+            if self._running:
+                await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
         await self.finish()
 
     async def finish(self, timeout: timedelta = timedelta(seconds=10)) -> None:
-        """Let dispatches in flight end (bounded), then record their outcomes, including any a
-        background flush has already taken and is still writing."""
+        """Give back claimed jobs not yet dispatched, let dispatches in flight end (bounded), then
+        record their outcomes, including any a background flush has already taken and is still
+        writing."""
+        unsent, self._ready = [r.claim.job for r in self._ready], deque()
+        if unsent:
+            await self._give_back(unsent, timedelta(0))
         if self._running:
             await asyncio.wait(set(self._running), timeout=timeout.total_seconds())
         flusher = self._flusher
@@ -117,25 +137,28 @@ class SendJobWorker:
             await asyncio.wait({flusher}, timeout=timeout.total_seconds())
         await self._flush()
 
-    # --- the pass: record, recover, claim, reserve -- one transaction ---------------------------
+    # --- the pass: record, claim, reserve -- one atomic step ----------------------------------
     async def claim(self, limit: int) -> list[Claim]:
+        await self._recover_if_due()
         outcomes, self._outcomes = self._outcomes, []
         try:
-            uow = self._uow()
-            async with uow:
-                await self._record(uow, outcomes)
-                if time.monotonic() >= self._next_recovery:
-                    self._next_recovery = time.monotonic() + self.policy.recover_interval.total_seconds()
-                    recovered = await uow.send_jobs.recover_expired(self.policy.max_attempts, self.policy.recover_batch)
-                    await self._stage_lease_failures(uow, [j for j in recovered if j.status is JobStatus.FAILED])
-                jobs = await uow.send_jobs.claim_due(limit, self.policy.lease)
-                partners = await uow.partners.get_many({j.partner_id for j in jobs}) if jobs else {}
-                claims = await self._reserve_slots(uow, [Claim(j, partners.get(j.partner_id)) for j in jobs])
-                await uow.commit()
+            result = await self._queue.run_pass(outcomes, limit, self.policy.lease, self.policy.max_rate_wait)
         except BaseException:
-            self._outcomes[:0] = outcomes  # recorded by a later pass
+            self._requeue(outcomes)  # recorded by a later pass
             raise
-        return claims
+        self._settle(outcomes, result)
+        return result.claims
+
+    async def _recover_if_due(self) -> None:
+        """Expired leases back to the queue (their workers vanished), every ``recover_interval``."""
+        if time.monotonic() < self._next_recovery:
+            return
+        self._next_recovery = time.monotonic() + self.policy.recover_interval.total_seconds()
+        uow = self._uow()
+        async with uow:
+            recovered = await uow.send_jobs.recover_expired(self.policy.max_attempts, self.policy.recover_batch)
+            await self._stage_lease_failures(uow, [j for j in recovered if j.status is JobStatus.FAILED])
+            await uow.commit()
 
     async def _stage_lease_failures(self, uow: UnitOfWork, failed: Sequence[SendJob]) -> None:
         for job in failed:
@@ -144,75 +167,62 @@ class SendJobWorker:
             await stage_event(uow, outcome_event(job, decision, self._clock.now()))
             self._observe("failed", 0.0)
 
-    async def _reserve_slots(self, uow: UnitOfWork, claims: list[Claim]) -> list[Claim]:
-        """One reservation per partner for all its claimed jobs, partners in id order."""
-        by_partner: defaultdict[object, list[Claim]] = defaultdict(list)
-        for claim in claims:
-            if claim.partner is not None:
-                by_partner[claim.partner.id].append(claim)
-        slotted = [c for c in claims if c.partner is None]
-        for partner_id in sorted(by_partner, key=str):
-            group = by_partner[partner_id]
-            partner = group[0].partner
-            assert partner is not None
-            slots = await uow.partner_rate_limits.reserve(
-                partner.id, partner.effective_rate_limit_rpm, len(group), self.policy.max_rate_wait
-            )
-            slotted += [attrs.evolve(claim, slot=slot) for claim, slot in zip(group, slots, strict=True)]
-        return slotted
-
-    async def _record(self, uow: UnitOfWork, outcomes: Sequence[Outcome]) -> None:
-        if not outcomes:
-            return
-        decisions = {job.id: decision for job, decision in outcomes}
-        updated = await uow.send_jobs.record(outcomes)
-        now = self._clock.now()
-        events = [outcome_event(job, decisions[job.id], now) for job in updated if decisions[job.id].event_type]
-        await stage_events(uow, events)
-        if len(updated) < len(outcomes):
-            log.warning("send job outcomes dropped: lease lost to another worker", jobs=len(outcomes) - len(updated))
+    def _settle(self, outcomes: Sequence[JobOutcome], result: PassResult) -> None:
+        """Outcomes the pass found busy go to the next one; any other not recorded lost its lease."""
+        again = [o for o in outcomes if o.job.id in result.busy]
+        self._requeue(again)
+        lost = len(outcomes) - len(result.recorded) - len(again)
+        if lost:
+            log.warning("send job outcomes dropped: lease lost to another worker", jobs=lost)
 
     # --- dispatch (outside any transaction) ------------------------------------------------------
-    async def _dispatch_task(self, claim: Claim) -> None:
+    async def _dispatch_task(self, ready: _Ready) -> None:
         started = time.monotonic()
         try:
-            outcome = await self.dispatch(claim)
+            outcome = await self.dispatch(ready.claim, ready.claimed_at)
             self._observe(outcome, time.monotonic() - started)
         except Exception as error:  # the lease brings the job back; never kill the worker
-            log.error("send job dispatch crashed", job_id=str(claim.job.id), error=repr(error))
+            log.error("send job dispatch crashed", job_id=str(ready.claim.job.id), error=repr(error))
             self._observe("lost", time.monotonic() - started)
         finally:
             self._running.discard(asyncio.current_task())
             self._slot_freed.set()
 
-    async def dispatch(self, claim: Claim) -> str:
-        """Send one claimed job; returns the outcome's name."""
+    async def dispatch(self, claim: Claim, claimed_at: float | None = None) -> str:
+        """Send one claimed job; returns the outcome's name. ``claimed_at`` (monotonic) is when
+        the claim's lease and rate-limit slot started; now when not given."""
         job, partner, slot = claim.job, claim.partner, claim.slot
+        claimed_at = time.monotonic() if claimed_at is None else claimed_at
         if partner is None:
             error = "the partner no longer exists"
-            self._queue(job, AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED))
+            self._done(job, AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED))
             return "failed"
         if slot is None or not slot.granted:
-            await self._defer(job, slot.wait if slot else self.policy.max_rate_wait)
+            await self._give_back([job], slot.wait if slot else self.policy.max_rate_wait)
             return "deferred"
-        first = [slot]
+        # Finish well inside the lease, so no other worker takes the job over while it is sent.
+        deadline = claimed_at + self.policy.dispatch_deadline.total_seconds()
+        if deadline - time.monotonic() < self.policy.dispatch_deadline.total_seconds() / 2:
+            await self._give_back([job], timedelta(0))  # waited too long in the ready queue
+            return "deferred"
+        slot_at = [claimed_at + slot.wait.total_seconds()]
 
         async def pace() -> None:
-            wait = first.pop().wait if first else await self._extra_slot(partner)
-            if wait > timedelta(0):
-                await asyncio.sleep(wait.total_seconds())
+            at = slot_at.pop() if slot_at else time.monotonic() + (await self._extra_slot(partner)).total_seconds()
+            wait = at - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
 
         try:
-            # Finish well inside the lease, so no other worker takes the job over while it is sent.
-            async with asyncio.timeout(self.policy.dispatch_deadline.total_seconds()):
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                 result = await self._gateway.send(partner, Delivery(job.correlation_id, job.payload), pace)
         except TimeoutError:
             result = TransportFailure("timeout", "the dispatch outlived its deadline inside the lease")
         except _NoSlot as no_slot:
-            await self._defer(job, no_slot.wait)
+            await self._give_back([job], no_slot.wait)
             return "deferred"
         decision = decide_after_attempt(job.attempts, result, self.policy.max_attempts, self.policy.backoff)
-        self._queue(job, decision)
+        self._done(job, decision)
         return {JobStatus.SENT: "sent", JobStatus.FAILED: "failed"}.get(decision.status, "retry")
 
     async def _extra_slot(self, partner: Partner) -> timedelta:
@@ -227,21 +237,44 @@ class SendJobWorker:
             raise _NoSlot(slot.wait)
         return slot.wait
 
-    async def _defer(self, job: SendJob, wait: timedelta) -> None:
+    async def _give_back(self, jobs: Sequence[SendJob], wait: timedelta) -> None:
+        """Unsent claimed jobs back to the queue, due in ``wait``, their attempts undone."""
         uow = self._uow()
         async with uow:
-            await uow.send_jobs.defer(job, wait)
+            for job in jobs:
+                await uow.send_jobs.defer(job, wait)
             await uow.commit()
 
     # --- outcomes not carried by a pass ----------------------------------------------------------
-    def _queue(self, job: SendJob, decision: AttemptDecision) -> None:
-        self._outcomes.append((job, decision))
+    def _done(self, job: SendJob, decision: AttemptDecision) -> None:
+        """Queue the outcome (and its event, as the job will read once recorded) for recording."""
+        event = None
+        if decision.event_type:
+            now = self._clock.now()
+            event = outcome_event(decided(job, decision, now), decision, now)
+        if not self._outcomes:
+            self._waiting_since = time.monotonic()
+        self._outcomes.append(JobOutcome(job, decision, event))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
+
+    def _requeue(self, outcomes: Sequence[JobOutcome]) -> None:
+        if not outcomes:
+            return
+        if not self._outcomes:
+            self._waiting_since = time.monotonic()
+        self._outcomes[:0] = outcomes
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(OUTCOME_FLUSH_DELAY.total_seconds())
-        await self._flush()
+        """Record outcomes no pass has taken within ``OUTCOME_FLUSH_DELAY`` of the oldest."""
+        while self._outcomes:
+            due = self._waiting_since + OUTCOME_FLUSH_DELAY.total_seconds() - time.monotonic()
+            if due <= 0:
+                await self._flush()
+                return
+            await asyncio.sleep(due)
 
     async def _flush(self) -> None:
         """Record whatever no pass has taken yet, retrying while the database is away."""
@@ -249,10 +282,8 @@ class SendJobWorker:
             batch, self._outcomes = self._outcomes, []
             for delay in (*RECORD_RETRY_DELAYS, None):
                 try:
-                    uow = self._uow()
-                    async with uow:
-                        await self._record(uow, batch)
-                        await uow.commit()
+                    result = await self._queue.run_pass(batch, 0, self.policy.lease, self.policy.max_rate_wait)
+                    self._settle(batch, result)
                     break
                 except Exception as error:
                     if delay is None:

@@ -30,12 +30,21 @@ class SendPolicy:
     lease: timedelta = SEND_LEASE
     max_attempts: int = SEND_MAX_ATTEMPTS
     max_concurrency: int = SEND_MAX_CONCURRENCY
+    #: Jobs claimed ahead of free dispatch slots, so each pass claims a whole batch while the
+    #: previous one is sent. A prefetched job that waits past half its dispatch deadline is
+    #: given back unsent. 0 claims only for free slots.
+    prefetch: int = SEND_MAX_CONCURRENCY
     #: A claimed job whose rate-limit slot is further away is given back (``defer``).
     max_rate_wait: timedelta = SEND_MAX_RATE_WAIT
     recover_interval: timedelta = SEND_RECOVER_INTERVAL
     recover_batch: int = SEND_RECOVER_BATCH
     #: The seed's schedule; tests pass a faster one.
     backoff: Sequence[timedelta] = SEND_BACKOFF_SCHEDULE
+
+    @property
+    def claim_batch(self) -> int:
+        """A pass waits until this many jobs fit in (running + ready), unless all are idle."""
+        return max(1, min(self.max_concurrency, (self.max_concurrency + self.prefetch) // 2))
 
     @property
     def dispatch_deadline(self) -> timedelta:

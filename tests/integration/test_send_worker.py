@@ -24,6 +24,7 @@ import pytest
 from craig.adapters.clock import SystemClock
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.partners import Partner
@@ -53,6 +54,7 @@ async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorke
     outcomes: Counter[str] = Counter()
     worker = SendJobWorker(
         lambda: PostgresUnitOfWork(database, TEST_CIPHER),
+        PostgresSendJobQueue(database, TEST_CIPHER),
         gateway,
         SystemClock(),
         SendPolicy(**{"backoff": FAST, "recover_interval": timedelta(milliseconds=100), **policy}),

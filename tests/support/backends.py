@@ -21,7 +21,10 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.ports.exchange import SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
@@ -34,6 +37,7 @@ class Backend:
     idempotency: Any
     outbox: Any
     advance: Callable[[float], Any]
+    send_job_queue: SendJobQueue
     memory: MemoryDatabase | None = None
     postgres: PostgresDatabase | None = None
     clock: FakeClock | None = None
@@ -53,6 +57,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
         uow=lambda: MemoryUnitOfWork(db, TEST_CIPHER),
         idempotency=MemoryIdempotencyStore(db),
         outbox=MemoryOutboxRelayStore(db),
+        send_job_queue=UnitOfWorkSendJobQueue(lambda: MemoryUnitOfWork(db, TEST_CIPHER)),
         advance=clock.advance,
         memory=db,
         clock=clock,
@@ -74,6 +79,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
             uow=lambda: PostgresUnitOfWork(db, TEST_CIPHER),
             idempotency=PostgresIdempotencyStore(db, listener),
             outbox=PostgresOutboxRelayStore(db, listener),
+            send_job_queue=PostgresSendJobQueue(db, TEST_CIPHER),
             advance=asyncio.sleep,
             postgres=db,
         )

@@ -16,6 +16,7 @@ from datetime import timedelta
 from craig.adapters.clock import SystemClock
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.constants import SEND_POLL_INTERVAL
 from craig.usecases.send_jobs import SendJobWorker
@@ -30,6 +31,7 @@ async def main(url: str, lease: float, concurrency: int) -> None:
     await database.ping()
     worker = SendJobWorker(
         lambda: PostgresUnitOfWork(database, TEST_CIPHER),
+        PostgresSendJobQueue(database, TEST_CIPHER),
         HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=60, max_connections=20),
         SystemClock(),
         SendPolicy(

@@ -95,10 +95,11 @@ class MemorySendJobRepository(SendJobRepository):
         jobs = self.uow.tx.select(JOBS, lambda j: j.transaction_id == transaction_id)
         return sorted(jobs, key=lambda j: (j.created_at, j.id))
 
-    async def claim_due(self, limit: int, lease: timedelta) -> list[SendJob]:
+    async def claim_due(self, limit: int, lease: timedelta, exclude: Collection[UUID] = ()) -> list[SendJob]:
         tx = self.uow.tx
         now = tx.db.now()
-        due = tx.select(JOBS, lambda j: j.status is JobStatus.PENDING and j.next_attempt_at <= now)
+        skip = set(exclude)
+        due = tx.select(JOBS, lambda j: j.status is JobStatus.PENDING and j.next_attempt_at <= now and j.id not in skip)
         chosen = sorted(due, key=lambda j: (j.next_attempt_at, j.id))[:limit]
         claimed = [model.claimed(job, now, lease) for job in chosen]
         for job in claimed:

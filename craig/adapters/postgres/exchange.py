@@ -16,13 +16,25 @@ from craig.adapters.postgres.errors import db_errors
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
+from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import PartnerRepository, TransactionRepository
 
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
-_PARTNER_COLUMNS = """id, name, base_url, token_url, client_id, client_secret, rate_limit_rpm,
-    send_path, records_path, created_at"""
+PARTNER_COLUMNS = (
+    "id",
+    "name",
+    "base_url",
+    "token_url",
+    "client_id",
+    "client_secret",
+    "rate_limit_rpm",
+    "send_path",
+    "records_path",
+    "created_at",
+)
+_PARTNER_COLUMNS = ", ".join(PARTNER_COLUMNS)
 _ADD_PARTNER = text(
     f"""
     INSERT INTO partners ({_PARTNER_COLUMNS})
@@ -53,23 +65,28 @@ def json_value(raw: object) -> Any:
     return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
+def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = "") -> Partner:
+    """A partner from its columns (named ``prefix + column``), its client secret decrypted."""
+    return Partner(
+        id=row[prefix + "id"],
+        name=row[prefix + "name"],
+        base_url=row[prefix + "base_url"],
+        token_url=row[prefix + "token_url"],
+        client_id=row[prefix + "client_id"],
+        client_secret=cipher.decrypt(row[prefix + "client_secret"]),
+        rate_limit_rpm=row[prefix + "rate_limit_rpm"],
+        send_path=row[prefix + "send_path"],
+        records_path=row[prefix + "records_path"],
+        created_at=row[prefix + "created_at"],
+    )
+
+
 class PostgresPartnerRepository(PartnerRepository):
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self.uow = uow
 
     def _partner(self, row: Mapping[str, Any]) -> Partner:
-        return Partner(
-            id=row["id"],
-            name=row["name"],
-            base_url=row["base_url"],
-            token_url=row["token_url"],
-            client_id=row["client_id"],
-            client_secret=self.uow.cipher.decrypt(row["client_secret"]),
-            rate_limit_rpm=row["rate_limit_rpm"],
-            send_path=row["send_path"],
-            records_path=row["records_path"],
-            created_at=row["created_at"],
-        )
+        return partner_from_row(row, self.uow.cipher)
 
     async def add(self, partner: Partner) -> bool:
         params = {

@@ -53,12 +53,12 @@ _STAGE_MANY = text(
     """
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
     SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
-      FROM unnest(:ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
+      FROM unnest(:event_ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
            WITH ORDINALITY AS e(id, envelope, event_type, aggregate_type, aggregate_id, n)
      ORDER BY e.n
     """
 ).bindparams(
-    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("event_ids", type_=ARRAY(PG_UUID(as_uuid=True))),
     bindparam("envelopes", type_=ARRAY(JSONB)),
     bindparam("types", type_=ARRAY(TEXT)),
     bindparam("aggregate_types", type_=ARRAY(TEXT)),
@@ -128,6 +128,17 @@ def _envelope(raw: object) -> EventEnvelope:
     return EventEnvelope.from_json(json.loads(raw) if isinstance(raw, str) else raw)  # type: ignore[arg-type]
 
 
+def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
+    """The array parameters of a multi-event INSERT (``_STAGE_MANY`` and the send-job pass)."""
+    return {
+        "event_ids": [e.id for e in envelopes],
+        "envelopes": [e.to_json() for e in envelopes],
+        "types": [e.type for e in envelopes],
+        "aggregate_types": [e.aggregate_type for e in envelopes],
+        "aggregate_ids": [e.aggregate_id for e in envelopes],
+    }
+
+
 class PostgresOutboxWriter(OutboxWriter):
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self.uow = uow
@@ -151,16 +162,7 @@ class PostgresOutboxWriter(OutboxWriter):
                 await self.stage(envelope)
             return
         async with db_errors():
-            await self.uow.connection.execute(
-                _STAGE_MANY,
-                {
-                    "ids": [e.id for e in envelopes],
-                    "envelopes": [e.to_json() for e in envelopes],
-                    "types": [e.type for e in envelopes],
-                    "aggregate_types": [e.aggregate_type for e in envelopes],
-                    "aggregate_ids": [e.aggregate_id for e in envelopes],
-                },
-            )
+            await self.uow.connection.execute(_STAGE_MANY, stage_params(envelopes))
 
 
 class _PostgresBatch(OutboxBatch):

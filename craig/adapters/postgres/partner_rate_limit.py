@@ -23,25 +23,36 @@ from craig.ports.exchange import PartnerRateLimits
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
-_RESERVE = text(
-    """
-    WITH cur AS (
-        SELECT key, greatest(tat, now()) AS base, now() AS db_now
-          FROM exchange_rate_limits WHERE key = :key
-           FOR UPDATE
-    ), slots AS (
-        SELECT key, base, extract(epoch FROM base - db_now)::float8 AS first_wait,
-               CASE WHEN extract(epoch FROM base - db_now) > CAST(:max_wait AS float8) THEN 0
-                    ELSE least(CAST(:count AS int),
-                               floor((CAST(:max_wait AS float8) - extract(epoch FROM base - db_now)::float8)
-                                     / CAST(:interval AS float8))::int + 1)
+# The GCRA of craig.domain.partner_rate_limit.reserve over a ``demand(key, n, step)`` CTE: lock
+# the keys' rows in ascending order, grant each key up to ``n`` consecutive slots ``step`` seconds
+# apart that start within ``:max_wait``, move its ``tat`` past them. A key without a row yet gets
+# nothing from ``reserved``. Shared with the send-job worker's one-statement pass.
+RESERVE_CTES = """
+    locked AS (
+        SELECT r.key, greatest(r.tat, now()) AS base, d.n, d.step
+          FROM exchange_rate_limits r JOIN demand d ON d.key = r.key
+         ORDER BY r.key
+           FOR UPDATE OF r
+    ), waits AS (
+        SELECT key, base, n, step, extract(epoch FROM base - now())::float8 AS first_wait FROM locked
+    ), grants AS (
+        SELECT key, base, step, first_wait,
+               CASE WHEN first_wait > CAST(:max_wait AS float8) THEN 0
+                    ELSE least(n, floor((CAST(:max_wait AS float8) - first_wait) / step)::int + 1)
                END AS granted
-          FROM cur
-    )
-    UPDATE exchange_rate_limits r
-       SET tat = slots.base + make_interval(secs => slots.granted * CAST(:interval AS float8))
-      FROM slots WHERE r.key = slots.key
-    RETURNING slots.granted, slots.first_wait
+          FROM waits
+    ), reserved AS (
+        UPDATE exchange_rate_limits r
+           SET tat = g.base + make_interval(secs => g.granted * g.step)
+          FROM grants g WHERE r.key = g.key
+        RETURNING g.key, g.granted, g.first_wait
+    )"""
+_RESERVE = text(
+    f"""
+    WITH demand AS (
+        SELECT CAST(:key AS uuid) AS key, CAST(:count AS int) AS n, CAST(:interval AS float8) AS step
+    ), {RESERVE_CTES}
+    SELECT granted, first_wait FROM reserved
     """
 )
 _CREATE = text("INSERT INTO exchange_rate_limits (key, tat) VALUES (:key, '-infinity') ON CONFLICT (key) DO NOTHING")

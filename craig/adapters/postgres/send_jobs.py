@@ -7,7 +7,7 @@ fenced by ``lease_token`` so a worker whose lease was taken over cannot overwrit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -26,10 +26,10 @@ from craig.ports.exchange import SendJobRepository, SendJobStats
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
-_UUIDS = ARRAY(PG_UUID(as_uuid=True))
-_COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
+UUIDS = ARRAY(PG_UUID(as_uuid=True))
+COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
     next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
-_RETURNING = ", ".join(f"j.{c.strip()}" for c in _COLUMNS.split(","))
+RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
 
 _ADD = text(
     """
@@ -39,61 +39,63 @@ _ADD = text(
         AS u(id, transaction_id, partner_id, correlation_id, payload)
     """
 ).bindparams(
-    bindparam("ids", type_=_UUIDS),
-    bindparam("transaction_ids", type_=_UUIDS),
-    bindparam("partner_ids", type_=_UUIDS),
-    bindparam("correlation_ids", type_=_UUIDS),
+    bindparam("ids", type_=UUIDS),
+    bindparam("transaction_ids", type_=UUIDS),
+    bindparam("partner_ids", type_=UUIDS),
+    bindparam("correlation_ids", type_=UUIDS),
     bindparam("payloads", type_=ARRAY(JSONB)),
 )
-_GET = text(f"SELECT {_COLUMNS} FROM exchange_send_jobs WHERE id = :id")
-_FOR_TRANSACTION = text(f"SELECT {_COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
-_CLAIM = text(
-    f"""
-    WITH due AS (
+_GET = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE id = :id")
+_FOR_TRANSACTION = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
+# DUE and CLAIM_SET are shared with the worker's one-statement pass (send_job_queue.py).
+CLAIM_SET = """status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
+           lease_expires_at = now() + make_interval(secs => :lease)"""
+DUE = """
         SELECT id FROM exchange_send_jobs
-         WHERE status = 'pending' AND next_attempt_at <= now()
+         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(:exclude)
          ORDER BY next_attempt_at
          LIMIT :limit
-           FOR UPDATE SKIP LOCKED
-    )
+           FOR UPDATE SKIP LOCKED"""
+_CLAIM = text(
+    f"""
+    WITH due AS ({DUE})
     UPDATE exchange_send_jobs j
-       SET status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
-           lease_expires_at = now() + make_interval(secs => :lease)
+       SET {CLAIM_SET}
       FROM due WHERE j.id = due.id
-    RETURNING {_RETURNING}
+    RETURNING {RETURNING}
     """
-)
+).bindparams(bindparam("exclude", type_=UUIDS))
 _EXPIRED = text(
     f"""
-    SELECT {_COLUMNS} FROM exchange_send_jobs
+    SELECT {COLUMNS} FROM exchange_send_jobs
      WHERE status = 'in_flight' AND lease_expires_at <= now()
      ORDER BY lease_expires_at
      LIMIT :limit
        FOR UPDATE SKIP LOCKED
     """
 )
-# The SQL form of craig.domain.exchange.decided (the memory adapter runs the function itself).
-_RECORD = text(
-    f"""
-    UPDATE exchange_send_jobs j
-       SET status = o.status,
+# The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
+# function itself); a job is updated only while it carries the claim's lease token. Shared with
+# the worker's one-statement pass.
+OUTCOMES = "unnest(:ids, :tokens, :statuses, :retry_ins, :errors) AS o(id, token, status, retry_in, error)"
+RECORD_SET = """status = o.status,
            next_attempt_at = CASE WHEN o.status = 'pending'
                                   THEN now() + make_interval(secs => o.retry_in)
                                   ELSE j.next_attempt_at END,
            completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE now() END,
            last_error = CASE WHEN o.status = 'sent' THEN NULL ELSE o.error END,
-           lease_expires_at = NULL
-      FROM unnest(:ids, :tokens, :statuses, :retry_ins, :errors) AS o(id, token, status, retry_in, error)
-     WHERE j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')
-    RETURNING {_RETURNING}
-    """
-).bindparams(
-    bindparam("ids", type_=_UUIDS),
+           lease_expires_at = NULL"""
+RECORD_WHERE = "j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')"
+RECORD_PARAMS = (
+    bindparam("ids", type_=UUIDS),
     bindparam("tokens", type_=ARRAY(BIGINT)),
     bindparam("statuses", type_=ARRAY(TEXT)),
     bindparam("retry_ins", type_=ARRAY(FLOAT)),
     bindparam("errors", type_=ARRAY(TEXT)),
 )
+_RECORD = text(
+    f"UPDATE exchange_send_jobs j SET {RECORD_SET} FROM {OUTCOMES} WHERE {RECORD_WHERE} RETURNING {RETURNING}"
+).bindparams(*RECORD_PARAMS)
 _DEFER = text(
     """
     UPDATE exchange_send_jobs
@@ -108,7 +110,7 @@ _RETRY_FAILED = text(
     UPDATE exchange_send_jobs j
        SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL
      WHERE j.id = :id AND j.status = 'failed'
-    RETURNING {_RETURNING}
+    RETURNING {RETURNING}
     """
 )
 _STATS = text(
@@ -122,7 +124,18 @@ _STATS = text(
 _NOW = text("SELECT now()")
 
 
-def _job(row: Mapping[str, Any]) -> SendJob:
+def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, list[Any]]:
+    """The array parameters of :data:`OUTCOMES`."""
+    return {
+        "ids": [job.id for job, _ in outcomes],
+        "tokens": [job.lease_token for job, _ in outcomes],
+        "statuses": [str(decision.status) for _, decision in outcomes],
+        "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
+        "errors": [(decision.error or "")[: model.MAX_ERROR_LENGTH] or None for _, decision in outcomes],
+    }
+
+
+def job_from_row(row: Mapping[str, Any]) -> SendJob:
     return SendJob(
         id=row["id"],
         transaction_id=row["transaction_id"],
@@ -147,7 +160,7 @@ class PostgresSendJobRepository(SendJobRepository):
     async def _rows(self, statement: Any, params: Mapping[str, Any]) -> list[SendJob]:
         async with db_errors():
             result = await self.uow.connection.execute(statement, params)
-            return [_job(row) for row in result.mappings()]
+            return [job_from_row(row) for row in result.mappings()]
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         if not jobs:
@@ -169,8 +182,9 @@ class PostgresSendJobRepository(SendJobRepository):
     async def for_transaction(self, transaction_id: UUID) -> list[SendJob]:
         return await self._rows(_FOR_TRANSACTION, {"id": transaction_id})
 
-    async def claim_due(self, limit: int, lease: timedelta) -> list[SendJob]:
-        claimed = await self._rows(_CLAIM, {"limit": limit, "lease": lease.total_seconds()})
+    async def claim_due(self, limit: int, lease: timedelta, exclude: Collection[UUID] = ()) -> list[SendJob]:
+        params = {"limit": limit, "lease": lease.total_seconds(), "exclude": list(exclude)}
+        claimed = await self._rows(_CLAIM, params)
         return sorted(claimed, key=lambda j: (j.next_attempt_at, j.id))
 
     async def recover_expired(self, max_attempts: int, limit: int) -> list[SendJob]:
@@ -180,14 +194,7 @@ class PostgresSendJobRepository(SendJobRepository):
     async def record(self, outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> list[SendJob]:
         if not outcomes:
             return []
-        params = {
-            "ids": [job.id for job, _ in outcomes],
-            "tokens": [job.lease_token for job, _ in outcomes],
-            "statuses": [str(decision.status) for _, decision in outcomes],
-            "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
-            "errors": [(decision.error or "")[:2000] or None for _, decision in outcomes],
-        }
-        return await self._rows(_RECORD, params)
+        return await self._rows(_RECORD, record_params(outcomes))
 
     async def defer(self, job: SendJob, wait: timedelta) -> bool:
         params = {"id": job.id, "token": job.lease_token, "wait": wait.total_seconds()}

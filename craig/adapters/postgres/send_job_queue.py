@@ -1,0 +1,180 @@
+"""The send-job worker's pass on PostgreSQL: ONE statement, so one round trip and no BEGIN/COMMIT.
+
+Record the finished outcomes (fenced by lease token) and stage the events of those recorded,
+claim due jobs (``FOR UPDATE SKIP LOCKED``, leased), join their partners, and reserve every
+partner's rate-limit slots (rows locked in ascending key order, the same GCRA as
+:mod:`craig.adapters.postgres.partner_rate_limit`). A single statement is atomic on its own, and
+it holds the partner's rate-limit row only until it ends, so workers queue on that row for
+microseconds instead of for a transaction's round trips.
+
+The statement's parts all see one snapshot: a job recorded here is still ``in_flight`` to the
+claim, which never takes one of the outcomes' jobs anyway. The worker recovers expired leases
+in a separate, rarer transaction (``SendJobRepository.recover_expired``).
+
+No pass ever waits for a job row, so passes cannot deadlock on them: the claim skips locked rows,
+and so does the recording. That matters because a concurrent claim whose snapshot still saw a
+job as ``pending`` locks its row before it re-checks (and rejects) it, and keeps that lock to the
+end of its statement; an outcome whose row is held like that comes back as ``busy`` and the
+worker records it in its next pass. The only wait is on rate-limit rows, taken last and in key
+order.
+
+Why: a pass used to take seven round trips (BEGIN, record, stage, claim, partners, reserve,
+COMMIT), and the rate-limit row lock was held across the last two, serialising every worker of
+a partner; ``bench/send_jobs.py`` measures the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql import bindparam
+
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.exchange import PARTNER_COLUMNS, partner_from_row
+from craig.adapters.postgres.outbox import stage_params
+from craig.adapters.postgres.partner_rate_limit import RESERVE_CTES
+from craig.adapters.postgres.send_jobs import (
+    CLAIM_SET,
+    DUE,
+    OUTCOMES,
+    RECORD_PARAMS,
+    RECORD_SET,
+    RECORD_WHERE,
+    RETURNING,
+    job_from_row,
+    record_params,
+)
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.send_job_queue import by_partner
+from craig.domain import partner_rate_limit as gcra
+from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
+from craig.domain.partners import Partner
+from craig.ports.cipher import FieldCipher
+from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
+
+_PARTNER = ", ".join(f"p.{c} AS p_{c}" for c in PARTNER_COLUMNS)
+_PASS = text(
+    f"""
+    WITH present AS (
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(:ids)
+    ), free AS (
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(:ids) FOR UPDATE SKIP LOCKED
+    ), recorded AS (
+        UPDATE exchange_send_jobs j
+           SET {RECORD_SET}
+          FROM {OUTCOMES}
+         WHERE {RECORD_WHERE} AND j.id IN (SELECT id FROM free)
+        RETURNING j.id
+    ), staged AS (
+        INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
+        SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
+          FROM unnest(:event_jobs, :event_ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
+               WITH ORDINALITY AS e(job_id, id, envelope, event_type, aggregate_type, aggregate_id, n)
+         WHERE e.job_id IN (SELECT id FROM recorded)
+         ORDER BY e.n
+    ), due AS ({DUE}
+    ), claimed AS (
+        UPDATE exchange_send_jobs j
+           SET {CLAIM_SET}
+          FROM due WHERE j.id = due.id
+        RETURNING {RETURNING}
+    ), demand AS (
+        SELECT c.partner_id AS key, count(*)::int AS n,
+               60.0::float8 / coalesce(p.rate_limit_rpm, CAST(:default_rpm AS int)) AS step
+          FROM claimed c JOIN partners p ON p.id = c.partner_id
+         GROUP BY c.partner_id, p.rate_limit_rpm
+    ), {RESERVE_CTES}
+    SELECT (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) AS recorded,
+           (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free)) AS busy,
+           c.*, {_PARTNER}, r.granted, r.first_wait
+      FROM (SELECT 1) AS one
+      LEFT JOIN claimed c ON true
+      LEFT JOIN partners p ON p.id = c.partner_id
+      LEFT JOIN reserved r ON r.key = c.partner_id
+    """
+).bindparams(
+    *RECORD_PARAMS,
+    bindparam("event_jobs", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("event_ids", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("envelopes", type_=ARRAY(JSONB)),
+    bindparam("types", type_=ARRAY(TEXT)),
+    bindparam("aggregate_types", type_=ARRAY(TEXT)),
+    bindparam("aggregate_ids", type_=ARRAY(TEXT)),
+    bindparam("exclude", type_=ARRAY(PG_UUID(as_uuid=True))),
+)
+
+#: Decrypted partners kept per queue (partners are immutable; key rotation keeps the plaintext).
+_PARTNER_CACHE_SIZE = 1024
+
+
+class PostgresSendJobQueue(SendJobQueue):
+    def __init__(self, database: PostgresDatabase, cipher: FieldCipher) -> None:
+        self._database = database
+        self._cipher = cipher
+        self._autocommit: AsyncEngine = database.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._partners: dict[tuple[UUID, str], Partner] = {}
+
+    async def run_pass(
+        self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
+    ) -> PassResult:
+        with_events = [o for o in outcomes if o.event is not None]
+        params: dict[str, Any] = {
+            **record_params([(o.job, o.decision) for o in outcomes]),
+            **stage_params([o.event for o in with_events if o.event is not None]),
+            "event_jobs": [o.job.id for o in with_events],
+            "exclude": [o.job.id for o in outcomes],
+            "limit": claim,
+            "lease": lease.total_seconds(),
+            "max_wait": max_rate_wait.total_seconds(),
+            "default_rpm": DEFAULT_PARTNER_RATE_LIMIT_RPM,
+        }
+        async with db_errors(), self._autocommit.connect() as conn:
+            rows = (await conn.execute(_PASS, params)).mappings().all()
+        recorded, busy = frozenset(rows[0]["recorded"]), frozenset(rows[0]["busy"])
+        claimed = [row for row in rows if row["id"] is not None]
+        return PassResult(recorded, await self._claims(claimed, max_rate_wait), busy)
+
+    async def _claims(self, rows: Sequence[Mapping[str, Any]], max_rate_wait: timedelta) -> list[Claim]:
+        jobs = {row["id"]: job_from_row(row) for row in rows}
+        partners = {row["partner_id"]: self._partner(row) for row in rows if row["p_id"] is not None}
+        grants = {row["partner_id"]: (row["granted"], row["first_wait"]) for row in rows}
+        claims: list[Claim] = []
+        for partner_id, group in by_partner(jobs.values()).items():
+            partner = partners.get(partner_id)
+            if partner is None:
+                claims += [Claim(job, None) for job in group]
+                continue
+            granted, first_wait = grants[partner_id]
+            if granted is None:  # the partner's first use: its rate-limit row is made here
+                slots = await self._first_reservation(partner, len(group), max_rate_wait)
+            else:
+                interval = gcra.interval_for(partner.effective_rate_limit_rpm)
+                wait = timedelta(seconds=max(0.0, float(first_wait)))
+                slots = gcra.reservations(int(granted), len(group), wait, interval)
+            claims += [Claim(job, partner, slot) for job, slot in zip(group, slots, strict=True)]
+        claims.sort(key=lambda c: (c.job.next_attempt_at, c.job.id))
+        return claims
+
+    async def _first_reservation(self, partner: Partner, count: int, max_wait: timedelta) -> list[gcra.Reservation]:
+        uow = PostgresUnitOfWork(self._database, self._cipher)
+        async with uow:
+            slots = await uow.partner_rate_limits.reserve(partner.id, partner.effective_rate_limit_rpm, count, max_wait)
+            await uow.commit()
+        return slots
+
+    def _partner(self, row: Mapping[str, Any]) -> Partner:
+        key = (row["p_id"], row["p_client_secret"])
+        partner = self._partners.get(key)
+        if partner is None:
+            if len(self._partners) >= _PARTNER_CACHE_SIZE:
+                self._partners.clear()
+            partner = self._partners[key] = partner_from_row(row, self._cipher, prefix="p_")
+        return partner

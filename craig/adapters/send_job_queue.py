@@ -1,0 +1,60 @@
+"""The send-job worker's pass composed from a unit of work's repositories (any adapter set).
+
+This is the reference form of :class:`~craig.ports.exchange.SendJobQueue`: record, stage,
+claim, load partners and reserve slots in one transaction, each through its own port. The
+memory profile uses it; PostgreSQL does the same in ONE statement
+(:mod:`craig.adapters.postgres.send_job_queue`), and the contract suite holds both to it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from uuid import UUID
+
+from craig.domain.exchange import SendJob
+from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
+from craig.ports.unit_of_work import UnitOfWork
+
+
+def by_partner(jobs: Iterable[SendJob]) -> dict[UUID, list[SendJob]]:
+    """Claimed jobs grouped by partner, partners in ascending key order (the lock order)."""
+    groups: defaultdict[UUID, list[SendJob]] = defaultdict(list)
+    for job in jobs:
+        groups[job.partner_id].append(job)
+    return {key: groups[key] for key in sorted(groups, key=str)}
+
+
+class UnitOfWorkSendJobQueue(SendJobQueue):
+    def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:
+        self._uow = uow_factory
+
+    async def run_pass(
+        self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
+    ) -> PassResult:
+        uow = self._uow()
+        async with uow:
+            recorded: set[UUID] = set()
+            if outcomes:
+                updated = await uow.send_jobs.record([(o.job, o.decision) for o in outcomes])
+                recorded = {job.id for job in updated}
+                events = [o.event for o in outcomes if o.event is not None and o.job.id in recorded]
+                if events:
+                    await uow.outbox.stage_many(events)
+            exclude = [o.job.id for o in outcomes]
+            jobs = await uow.send_jobs.claim_due(claim, lease, exclude) if claim > 0 else []
+            partners = await uow.partners.get_many({j.partner_id for j in jobs}) if jobs else {}
+            claims: list[Claim] = []
+            for partner_id, group in by_partner(jobs).items():
+                partner = partners.get(partner_id)
+                if partner is None:
+                    claims += [Claim(job, None) for job in group]
+                    continue
+                slots = await uow.partner_rate_limits.reserve(
+                    partner_id, partner.effective_rate_limit_rpm, len(group), max_rate_wait
+                )
+                claims += [Claim(job, partner, slot) for job, slot in zip(group, slots, strict=True)]
+            await uow.commit()
+        claims.sort(key=lambda c: (c.job.next_attempt_at, c.job.id))
+        return PassResult(frozenset(recorded), claims)

@@ -1,0 +1,193 @@
+"""Contract of SendJobQueue (the worker's atomic pass), run on memory and PostgreSQL.
+
+The memory adapter composes the unit of work's repositories; PostgreSQL does the same in one
+statement. Both must record, stage, claim and reserve exactly alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from craig.domain.exchange import (
+    EXCHANGE_SEND_FAILED,
+    AttemptDecision,
+    JobStatus,
+    PartnerAnswer,
+    SendJob,
+    decide_after_attempt,
+    decide_lease_expired,
+    decided,
+)
+from craig.domain.partners import RATE_LIMIT_MAX_RPM
+from craig.ports.exchange import JobOutcome, PassResult
+from craig.usecases.send_policy import outcome_event
+from tests.support.backends import Backend
+from tests.support.exchange_data import a_partner, add_partner, add_transaction
+
+pytestmark = pytest.mark.contract
+
+LEASE = timedelta(seconds=60)
+MAX_WAIT = timedelta(seconds=10)
+SENT = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+
+
+async def jobs_for(backend: Backend, count: int, rate_limit_rpm: int | None = RATE_LIMIT_MAX_RPM) -> list[SendJob]:
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=rate_limit_rpm))
+    jobs: list[SendJob] = []
+    for _ in range(count):
+        jobs += (await add_transaction(backend, [partner.id]))[1]
+    return jobs
+
+
+async def run_pass(backend: Backend, outcomes: Sequence[JobOutcome] = (), claim: int = 10) -> PassResult:
+    return await backend.send_job_queue.run_pass(outcomes, claim, LEASE, MAX_WAIT)
+
+
+def outcome(job: SendJob, decision: AttemptDecision = SENT) -> JobOutcome:
+    now = datetime.now(UTC)
+    event = outcome_event(decided(job, decision, now), decision, now) if decision.event_type else None
+    return JobOutcome(job, decision, event)
+
+
+async def get(backend: Backend, job: SendJob) -> SendJob:
+    uow = backend.uow()
+    async with uow:
+        found = await uow.send_jobs.get(job.id)
+    assert found is not None
+    return found
+
+
+async def staged_events(backend: Backend) -> list[tuple[str, str]]:
+    """The events staged since the last call (marked published, so the next call skips them)."""
+    async with backend.outbox.claim_batch(100) as batch:
+        await batch.mark_published([e.id for e in batch.events])
+        return [(e.envelope.type, e.envelope.aggregate_id) for e in batch.events]
+
+
+async def test_a_pass_claims_due_jobs_oldest_first_with_partner_and_slot(backend: Backend) -> None:
+    jobs = await jobs_for(backend, 3)
+    result = await run_pass(backend, claim=2)
+    assert [c.job.id for c in result.claims] == [j.id for j in jobs[:2]]
+    assert result.recorded == frozenset() and result.busy == frozenset()
+    for claim in result.claims:
+        assert claim.job.status is JobStatus.IN_FLIGHT and claim.job.attempts == 1 and claim.job.lease_token == 1
+        assert claim.job.lease_expires_at is not None
+        assert claim.partner is not None and claim.partner.id == jobs[0].partner_id
+        assert claim.partner.client_secret == "s3cret"  # decrypted
+        assert claim.slot is not None and claim.slot.granted
+    assert [c.job.id for c in (await run_pass(backend)).claims] == [jobs[2].id]
+    assert (await run_pass(backend)).claims == []
+
+
+async def test_outcomes_are_recorded_with_their_events_in_the_same_pass(backend: Backend) -> None:
+    jobs = await jobs_for(backend, 3)
+    claims = (await run_pass(backend, claim=2)).claims
+    failed = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type=EXCHANGE_SEND_FAILED)
+    result = await run_pass(backend, [outcome(claims[0].job), outcome(claims[1].job, failed)], claim=5)
+    assert result.recorded == {claims[0].job.id, claims[1].job.id}
+    assert [c.job.id for c in result.claims] == [jobs[2].id]
+    assert (await get(backend, claims[0].job)).status is JobStatus.SENT
+    stored = await get(backend, claims[1].job)
+    assert stored.status is JobStatus.FAILED and stored.last_error == "partner answered 400"
+    assert await staged_events(backend) == [
+        ("exchange.sent", str(claims[0].job.id)),
+        ("exchange.send_failed", str(claims[1].job.id)),
+    ]
+
+
+async def test_a_pass_with_claim_zero_only_records(backend: Backend) -> None:
+    await jobs_for(backend, 2)
+    [first] = (await run_pass(backend, claim=1)).claims
+    result = await run_pass(backend, [outcome(first.job)], claim=0)
+    assert result.recorded == {first.job.id} and result.claims == []
+    assert (await get(backend, first.job)).status is JobStatus.SENT
+
+
+async def test_an_outcome_without_its_lease_is_dropped_with_its_event(backend: Backend) -> None:
+    await jobs_for(backend, 1)
+    [claim] = (await run_pass(backend, claim=1)).claims
+    assert (await run_pass(backend, [outcome(claim.job)], claim=0)).recorded == {claim.job.id}
+    assert len(await staged_events(backend)) == 1
+    stale = await run_pass(backend, [outcome(claim.job)], claim=0)
+    assert stale.recorded == frozenset() and stale.busy == frozenset()
+    assert await staged_events(backend) == []
+
+
+async def test_an_outcome_back_to_pending_is_not_claimed_in_the_same_pass(backend: Backend) -> None:
+    jobs = await jobs_for(backend, 1)
+    [claim] = (await run_pass(backend, claim=1)).claims
+    again_now = decide_lease_expired(claim.job.attempts)  # pending, due at once
+    assert again_now.status is JobStatus.PENDING
+    result = await run_pass(backend, [outcome(claim.job, again_now)], claim=5)
+    assert result.recorded == {jobs[0].id} and result.claims == []
+    [reclaimed] = (await run_pass(backend)).claims
+    assert reclaimed.job.id == jobs[0].id and reclaimed.job.attempts == 2
+
+
+async def test_a_retry_is_recorded_with_its_backoff_and_no_event(backend: Backend) -> None:
+    await jobs_for(backend, 1)
+    [claim] = (await run_pass(backend, claim=1)).claims
+    retry = decide_after_attempt(1, PartnerAnswer(503, detail="down"), schedule=(timedelta(seconds=0.4),))
+    assert (await run_pass(backend, [outcome(claim.job, retry)])).claims == []
+    stored = await get(backend, claim.job)
+    assert stored.status is JobStatus.PENDING and stored.last_error == "partner answered 503: down"
+    assert await staged_events(backend) == []
+    await backend.sleep(0.5)
+    assert [c.job.attempts for c in (await run_pass(backend)).claims] == [2]
+
+
+async def test_slots_are_reserved_per_partner_and_shared_by_every_pass(backend: Backend) -> None:
+    # 60 per minute: one slot a second, so 11 start within a 10 s wait, and no more.
+    await jobs_for(backend, 8, rate_limit_rpm=60)
+    first = (await run_pass(backend, claim=5)).claims
+    second = (await run_pass(backend, claim=5)).claims
+    slots = [c.slot for c in first + second]
+    assert all(s is not None for s in slots)
+    granted = [s for s in slots if s is not None and s.granted]
+    assert len(granted) == 8
+    waits = sorted(s.wait.total_seconds() for s in granted)
+    assert waits[0] < 0.5 and all(b - a == pytest.approx(1.0, abs=0.1) for a, b in itertools.pairwise(waits))
+    more = await jobs_for(backend, 5, rate_limit_rpm=60)
+    third = (await run_pass(backend, claim=5)).claims
+    assert {c.job.partner_id for c in third} == {more[0].partner_id}  # another partner, its own limit
+    assert all(c.slot is not None and c.slot.granted for c in third)
+
+
+async def test_concurrent_passes_never_share_a_job_and_record_everything(backend: Backend) -> None:
+    jobs = await jobs_for(backend, 60)
+    seen: list[object] = []
+
+    async def worker() -> None:
+        pending: list[JobOutcome] = []
+        while True:
+            result = await run_pass(backend, pending, claim=4)
+            pending = [o for o in pending if o.job.id in result.busy]
+            seen.extend(c.job.id for c in result.claims)
+            pending += [outcome(c.job) for c in result.claims]
+            if not result.claims and not pending:
+                return
+
+    await asyncio.gather(*(worker() for _ in range(6)))
+    assert sorted(map(str, seen)) == sorted(str(j.id) for j in jobs)
+    for job in jobs:
+        assert (await get(backend, job)).status is JobStatus.SENT
+
+
+async def test_an_outcome_whose_row_is_held_comes_back_busy(backend: Backend) -> None:
+    if backend.postgres is None:
+        pytest.skip("only a database with row locks holds a row")
+    await jobs_for(backend, 1)
+    [claim] = (await run_pass(backend, claim=1)).claims
+    async with backend.postgres.engine.connect() as holder:
+        await holder.execute(text("SELECT 1 FROM exchange_send_jobs WHERE id = :id FOR UPDATE"), {"id": claim.job.id})
+        held = await asyncio.wait_for(run_pass(backend, [outcome(claim.job)], claim=0), 5)
+        await holder.rollback()
+    assert held.busy == {claim.job.id} and held.recorded == frozenset()
+    assert await staged_events(backend) == []
+    assert (await run_pass(backend, [outcome(claim.job)], claim=0)).recorded == {claim.job.id}

@@ -1,0 +1,120 @@
+"""The send-job worker's concurrency cap and prefetch, on the memory adapters with a gateway that
+holds every request until the test lets it go."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, SendJob
+from craig.domain.partners import Partner
+from craig.ports.exchange import Delivery, Pace, PartnerGateway
+from craig.usecases.send_jobs import SendJobWorker
+from craig.usecases.send_policy import SendPolicy
+from tests.support.backends import Backend, memory_backend
+from tests.support.exchange_data import a_partner, add_partner, add_transaction
+
+
+class HeldGateway(PartnerGateway):
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.in_flight = 0
+        self.most_at_once = 0
+        self.sent: list[str] = []
+
+    async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        await pace()
+        self.in_flight += 1
+        self.most_at_once = max(self.most_at_once, self.in_flight)
+        try:
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+        self.sent.append(str(delivery.correlation_id))
+        return PartnerAnswer(200)
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[Backend]:
+    async with memory_backend() as harness:
+        yield harness
+
+
+async def make_jobs(backend: Backend, count: int) -> list[SendJob]:
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=1_000_000))
+    jobs: list[SendJob] = []
+    for _ in range(count):
+        jobs += (await add_transaction(backend, [partner.id]))[1]
+    return jobs
+
+
+def worker(backend: Backend, gateway: PartnerGateway, **policy: Any) -> SendJobWorker:
+    assert backend.clock is not None
+    return SendJobWorker(backend.uow, UnitOfWorkSendJobQueue(backend.uow), gateway, backend.clock, SendPolicy(**policy))
+
+
+async def statuses(backend: Backend, jobs: list[SendJob]) -> list[tuple[JobStatus, int]]:
+    uow = backend.uow()
+    async with uow:
+        found = [await uow.send_jobs.get(j.id) for j in jobs]
+    return [(j.status, j.attempts) for j in found if j is not None]
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_dispatches_never_exceed_the_cap_and_prefetched_jobs_wait_claimed(backend: Backend) -> None:
+    jobs = await make_jobs(backend, 10)
+    gateway = HeldGateway()
+    sender = worker(backend, gateway, max_concurrency=3, prefetch=2)
+    assert await sender.run_once()
+    await settle()
+    assert gateway.in_flight == 3
+    assert await statuses(backend, jobs[:5]) == [(JobStatus.IN_FLIGHT, 1)] * 5  # 3 sending, 2 ready
+    assert await statuses(backend, jobs[5:]) == [(JobStatus.PENDING, 0)] * 5
+    gateway.release.set()
+    await asyncio.wait_for(sender.drain(), 10)
+    assert gateway.most_at_once == 3
+    assert sorted(gateway.sent) == sorted(str(j.correlation_id) for j in jobs)
+    assert await statuses(backend, jobs) == [(JobStatus.SENT, 1)] * 10
+
+
+async def test_finish_gives_prefetched_jobs_back_unsent(backend: Backend) -> None:
+    jobs = await make_jobs(backend, 5)
+    gateway = HeldGateway()
+    sender = worker(backend, gateway, max_concurrency=2, prefetch=2)
+    await sender.run_once()
+    await settle()
+    finishing = asyncio.create_task(sender.finish(timeout=timedelta(seconds=5)))
+    await settle()
+    gateway.release.set()
+    await asyncio.wait_for(finishing, 10)
+    assert await statuses(backend, jobs) == [(JobStatus.SENT, 1)] * 2 + [(JobStatus.PENDING, 0)] * 3
+
+
+async def test_a_prefetched_job_that_waited_half_its_deadline_goes_back_unsent(backend: Backend) -> None:
+    jobs = await make_jobs(backend, 2)
+    gateway = HeldGateway()
+    # lease 1 s: the dispatch deadline is 0.9 s, so a job that waited 0.45 s in the ready queue
+    # is given back rather than sent with too little of its lease left.
+    sender = worker(backend, gateway, max_concurrency=1, prefetch=1, lease=timedelta(seconds=1))
+    await sender.run_once()
+    await settle()
+    await asyncio.sleep(0.6)
+    gateway.release.set()
+    await asyncio.wait_for(sender.finish(), 10)
+    assert await statuses(backend, jobs) == [(JobStatus.SENT, 1), (JobStatus.PENDING, 0)]
+    assert gateway.sent == [str(jobs[0].correlation_id)]
