@@ -42,9 +42,11 @@ from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.migrations import upgrade_to_head
+from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.domain.constants import SEND_MAX_CONCURRENCY
+from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL
+from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_POLL_INTERVAL
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
@@ -114,7 +116,13 @@ async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: Excha
         await uow.commit()
 
 
-def _craig_workers(database: PostgresDatabase, count: int, concurrency: int, done: list[int]) -> list[SendJobWorker]:
+def _craig_workers(
+    database: PostgresDatabase,
+    count: int,
+    concurrency: int,
+    done: list[int],
+    listener: PostgresListener | None = None,
+) -> list[SendJobWorker]:
     def observe(outcome: str, _seconds: float) -> None:
         if outcome == "sent":
             done[0] += 1
@@ -122,7 +130,7 @@ def _craig_workers(database: PostgresDatabase, count: int, concurrency: int, don
     return [
         SendJobWorker(
             lambda: PostgresUnitOfWork(database, BENCH_CIPHER),
-            PostgresSendJobQueue(database, BENCH_CIPHER),
+            PostgresSendJobQueue(database, BENCH_CIPHER, listener),
             NoopGateway(),
             SystemClock(),
             SendPolicy(max_concurrency=concurrency),
@@ -143,6 +151,7 @@ async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND
         started = time.perf_counter()
         await asyncio.gather(*(w.drain() for w in consumers))
         elapsed = time.perf_counter() - started
+        await asyncio.gather(*(w.aclose() for w in consumers))
         if done[0] != jobs:
             raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
         return jobs / elapsed
@@ -152,17 +161,21 @@ async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND
 
 async def craig_throughput(url: str, seconds: float, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
     database = PostgresDatabase(url, pool_size=2 * workers + 4, max_overflow=10)
+    listener = PostgresListener(url, (SEND_JOBS_CHANNEL,))
+    await listener.start()
     stop = asyncio.Event()
     try:
         partner, tx = await _craig_setup(database)
         done = [0]
-        consumers = _craig_workers(database, workers, concurrency, done)
+        consumers = _craig_workers(database, workers, concurrency, done, listener)
 
         async def consume(worker: SendJobWorker) -> None:
+            # As `craig worker` runs it: woken by NOTIFY on enqueue, polling every second.
             while not stop.is_set():
                 if not await worker.run_once():
-                    await asyncio.sleep(0.01)
+                    await worker.wait_for_jobs(SEND_POLL_INTERVAL)
             await worker.finish()
+            await worker.aclose()
 
         async def produce() -> None:
             while not stop.is_set():
@@ -170,6 +183,7 @@ async def craig_throughput(url: str, seconds: float, workers: int, concurrency: 
 
         return await _timed(seconds, stop, done, [*(consume(w) for w in consumers), produce()])
     finally:
+        await listener.stop()
         await database.dispose()
 
 

@@ -8,6 +8,8 @@ memory profile uses it; PostgreSQL does the same in ONE statement
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -16,6 +18,41 @@ from uuid import UUID
 from craig.domain.exchange import SendJob
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
+
+#: NOTIFY channel (and memory notifier channel) of "jobs were enqueued"; see migration 0010.
+SEND_JOBS_CHANNEL = "craig_send_jobs"
+
+
+class JobWake:
+    """ "Jobs may have been enqueued": level-triggered, so a notification that arrives during a
+    pass is not lost. ``subscribe`` makes the event (None: no notifications, poll only);
+    ``live`` says whether notifications currently flow (a lost LISTEN connection: poll)."""
+
+    def __init__(
+        self, subscribe: Callable[[], asyncio.Event] | None = None, live: Callable[[], bool] = lambda: True
+    ) -> None:
+        self._subscribe = subscribe
+        self._live = live
+        self._event: asyncio.Event | None = None
+
+    def _get(self) -> asyncio.Event | None:
+        if self._event is None and self._subscribe is not None:
+            self._event = self._subscribe()
+        return self._event
+
+    def clear(self) -> None:
+        """Called as a claiming pass starts: later notifications wake the next wait."""
+        event = self._get()
+        if event is not None:
+            event.clear()
+
+    async def wait(self, timeout: timedelta) -> None:
+        event = self._get()
+        if event is None or not self._live():
+            await asyncio.sleep(timeout.total_seconds())
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout.total_seconds())
 
 
 def by_partner(jobs: Iterable[SendJob]) -> dict[UUID, list[SendJob]]:
@@ -27,12 +64,21 @@ def by_partner(jobs: Iterable[SendJob]) -> dict[UUID, list[SendJob]]:
 
 
 class UnitOfWorkSendJobQueue(SendJobQueue):
-    def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:
+    def __init__(self, uow_factory: Callable[[], UnitOfWork], wake: JobWake | None = None) -> None:
         self._uow = uow_factory
+        self._wake = wake or JobWake()
+
+    async def wait_for_jobs(self, timeout: timedelta) -> None:
+        await self._wake.wait(timeout)
+
+    async def aclose(self) -> None:
+        return None
 
     async def run_pass(
         self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
     ) -> PassResult:
+        if claim > 0:
+            self._wake.clear()
         uow = self._uow()
         async with uow:
             recorded: set[UUID] = set()

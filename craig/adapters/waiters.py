@@ -23,6 +23,13 @@ class Waiters:
             for event in events:
                 event.set()
 
+    def subscribe(self, channel: str, key: str = "") -> asyncio.Event:
+        """A level-triggered wake-up: set by every notification for (channel, key) until its
+        owner clears it, so one that arrives while the owner is busy is not missed."""
+        event = asyncio.Event()
+        self._waiting[(channel, key)].add(event)
+        return event
+
     async def wait(self, channel: str, key: str, timeout: timedelta) -> None:
         """Return on a notification for (channel, key), or after ``timeout``."""
         event = asyncio.Event()

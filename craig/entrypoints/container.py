@@ -25,6 +25,7 @@ from dependency_injector import containers, providers
 from craig.adapters.clock import SystemClock
 from craig.adapters.inprocess.bus import InboxDeadLetters, InProcessBus
 from craig.adapters.memory.database import MemoryDatabase
+from craig.adapters.memory.exchange import memory_job_wake
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.adapters.memory.inbox import MemoryInboxStore
 from craig.adapters.memory.key_rotation import MemoryEncryptedColumnStore
@@ -47,7 +48,7 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
-from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQueue
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
@@ -89,7 +90,7 @@ from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 
 EMBEDDED_DATABASE = "craig"
-LISTEN_CHANNELS = ("craig_outbox", "craig_idempotency")
+LISTEN_CHANNELS = ("craig_outbox", "craig_idempotency", SEND_JOBS_CHANNEL)
 
 
 def _profile(settings: Settings) -> str:
@@ -257,9 +258,13 @@ class Container(containers.DeclarativeContainer):
     )
     send_job_queue = providers.Selector(
         profile,
-        memory=providers.Factory(UnitOfWorkSendJobQueue, uow_factory=uow.provider),
-        embedded=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher),
-        production=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher),
+        memory=providers.Factory(
+            UnitOfWorkSendJobQueue,
+            uow_factory=uow.provider,
+            wake=providers.Factory(memory_job_wake, memory_database),
+        ),
+        embedded=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
+        production=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
     )
     send_job_worker = providers.Factory(
         SendJobWorker,

@@ -106,6 +106,10 @@ class SendJobWorker:
         self._start_ready()
         return bool(claims)
 
+    async def wait_for_jobs(self, timeout: timedelta) -> None:
+        """Between idle passes: until jobs may have been enqueued (NOTIFY), at most ``timeout``."""
+        await self._queue.wait_for_jobs(timeout)
+
     def _start_ready(self) -> None:
         while self._ready and len(self._running) < self.policy.max_concurrency:
             ready = self._ready.popleft()
@@ -136,6 +140,10 @@ class SendJobWorker:
         if flusher is not None and not flusher.done():
             await asyncio.wait({flusher}, timeout=timeout.total_seconds())
         await self._flush()
+
+    async def aclose(self) -> None:
+        """After :meth:`finish`: release the queue's resources."""
+        await self._queue.aclose()
 
     # --- the pass: record, claim, reserve -- one atomic step ----------------------------------
     async def claim(self, limit: int) -> list[Claim]:

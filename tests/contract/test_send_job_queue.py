@@ -191,3 +191,22 @@ async def test_an_outcome_whose_row_is_held_comes_back_busy(backend: Backend) ->
     assert held.busy == {claim.job.id} and held.recorded == frozenset()
     assert await staged_events(backend) == []
     assert (await run_pass(backend, [outcome(claim.job)], claim=0)).recorded == {claim.job.id}
+
+
+async def test_an_idle_worker_is_woken_when_jobs_are_enqueued(backend: Backend) -> None:
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    assert (await run_pass(backend)).claims == []
+    waiting = asyncio.create_task(backend.send_job_queue.wait_for_jobs(timedelta(seconds=60)))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # nothing enqueued: it keeps waiting
+    await add_transaction(backend, [partner.id])
+    await asyncio.wait_for(waiting, 20)  # woken by the enqueue, long before its 60 s poll
+    assert len((await run_pass(backend)).claims) == 1
+
+
+async def test_an_enqueue_during_a_pass_is_not_missed(backend: Backend) -> None:
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    assert (await run_pass(backend)).claims == []
+    await add_transaction(backend, [partner.id])  # after the pass, before the worker waits
+    await asyncio.sleep(0.05)  # let the notification arrive
+    await asyncio.wait_for(backend.send_job_queue.wait_for_jobs(timedelta(seconds=60)), 20)

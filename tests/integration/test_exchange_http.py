@@ -47,7 +47,10 @@ class Api:
 
     async def drain(self) -> None:
         worker = self.container.send_job_worker()
-        await worker.drain()
+        try:
+            await worker.drain()
+        finally:
+            await worker.aclose()
 
     async def events(self, kind: str) -> Counter[str]:
         async with self.container.outbox_relay_store().claim_batch(10_000) as batch:

@@ -40,6 +40,17 @@ def test_0009_seeds_intake_triage_exactly_once(pg_server_url: str) -> None:
         assert seeded == [("intake-triage", 1)]
 
 
+def test_0010_notifies_send_job_workers_on_insert_and_downgrades_cleanly(pg_server_url: str) -> None:
+    triggers = "SELECT tgname FROM pg_trigger WHERE tgrelid = 'exchange_send_jobs'::regclass AND NOT tgisinternal"
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0010")
+        assert [r["tgname"] for r in fetch(url, triggers)] == ["exchange_send_jobs_notify"]
+        migrations.downgrade(url, "0009")
+        assert fetch(url, triggers) == []
+        migrations.upgrade(url, "0010")
+        assert [r["tgname"] for r in fetch(url, triggers)] == ["exchange_send_jobs_notify"]
+
+
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
     with scratch_database(pg_server_url) as url:
         migrations.upgrade_to_head(url)
@@ -50,4 +61,4 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         assert public_tables(url) <= {"alembic_version"}
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
-        assert migrations.head_revision() == "0009"
+        assert migrations.head_revision() == "0010"

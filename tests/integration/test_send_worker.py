@@ -64,6 +64,7 @@ async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorke
         yield worker, outcomes
     finally:
         await worker.finish()
+        await worker.aclose()
         await gateway.aclose()
         await database.dispose()
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from craig.adapters.memory.database import MemoryDatabase
+from craig.adapters.memory.exchange import memory_job_wake
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.adapters.memory.outbox import MemoryOutboxRelayStore
 from craig.adapters.memory.uow import MemoryUnitOfWork
@@ -23,7 +24,7 @@ from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQueue
 from craig.ports.exchange import SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.ciphers import TEST_CIPHER
@@ -57,7 +58,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
         uow=lambda: MemoryUnitOfWork(db, TEST_CIPHER),
         idempotency=MemoryIdempotencyStore(db),
         outbox=MemoryOutboxRelayStore(db),
-        send_job_queue=UnitOfWorkSendJobQueue(lambda: MemoryUnitOfWork(db, TEST_CIPHER)),
+        send_job_queue=UnitOfWorkSendJobQueue(lambda: MemoryUnitOfWork(db, TEST_CIPHER), memory_job_wake(db)),
         advance=clock.advance,
         memory=db,
         clock=clock,
@@ -67,7 +68,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
 @asynccontextmanager
 async def postgres_backend(url: str) -> AsyncIterator[Backend]:
     db = PostgresDatabase(url, pool_size=20, max_overflow=100)
-    listener = PostgresListener(url, ("craig_outbox", "craig_idempotency"))
+    listener = PostgresListener(url, ("craig_outbox", "craig_idempotency", SEND_JOBS_CHANNEL))
     await listener.start()
     for _ in range(100):
         if listener.connected:
@@ -79,7 +80,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
             uow=lambda: PostgresUnitOfWork(db, TEST_CIPHER),
             idempotency=PostgresIdempotencyStore(db, listener),
             outbox=PostgresOutboxRelayStore(db, listener),
-            send_job_queue=PostgresSendJobQueue(db, TEST_CIPHER),
+            send_job_queue=PostgresSendJobQueue(db, TEST_CIPHER, listener),
             advance=asyncio.sleep,
             postgres=db,
         )

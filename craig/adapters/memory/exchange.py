@@ -14,6 +14,7 @@ from uuid import UUID
 
 import attrs
 
+from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake
 from craig.domain import exchange as model
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -30,6 +31,7 @@ from craig.ports.exchange import (
 )
 
 if TYPE_CHECKING:
+    from craig.adapters.memory.database import MemoryDatabase
     from craig.adapters.memory.uow import MemoryUnitOfWork
 
 PARTNERS = "partners"
@@ -87,6 +89,8 @@ class MemorySendJobRepository(SendJobRepository):
         now = tx.db.now()
         for job in jobs:
             tx.put(JOBS, job.id, attrs.evolve(job, next_attempt_at=now, created_at=now))
+        if jobs:
+            tx.after_commit(lambda: tx.db.notifier.notify(SEND_JOBS_CHANNEL))
 
     async def get(self, job_id: UUID) -> SendJob | None:
         return self.uow.tx.get(JOBS, job_id)  # type: ignore[no-any-return]
@@ -171,3 +175,8 @@ class MemoryPartnerRateLimits(PartnerRateLimits):
         )
         tx.put(RATE_LIMITS, key, tat)
         return reservations
+
+
+def memory_job_wake(db: MemoryDatabase) -> JobWake:
+    """Wake-ups for the memory send-job queue: jobs committed to this memory database."""
+    return JobWake(lambda: db.notifier.subscribe(SEND_JOBS_CHANNEL))

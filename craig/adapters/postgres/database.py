@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import asyncpg
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -30,6 +31,7 @@ class PostgresDatabase:
         self, url: str, *, pool_size: int = 10, max_overflow: int = 10, statement_timeout_ms: int = 30000
     ) -> None:
         self.url = url
+        self.statement_timeout_ms = statement_timeout_ms
         self.engine: AsyncEngine = create_async_engine(
             async_url(url),
             pool_size=pool_size,
@@ -58,6 +60,14 @@ class PostgresDatabase:
         """A standalone transaction: COMMIT on normal exit, ROLLBACK on error."""
         async with db_errors(), self.engine.begin() as conn:
             yield conn
+
+    async def connect_raw(self) -> asyncpg.Connection:
+        """A new asyncpg connection outside the pool, with the pool's settings (the caller
+        closes it): for a hot loop that keeps one connection, see ``raw.DedicatedConnection``."""
+        async with db_errors():
+            return await asyncpg.connect(
+                libpq_dsn(self.url), server_settings={"statement_timeout": str(self.statement_timeout_ms)}
+            )
 
     async def ping(self) -> None:
         async with db_errors(), self.engine.connect() as conn:

@@ -80,3 +80,7 @@ class PostgresListener:
 
     async def wait(self, channel: str, key: str, timeout: timedelta) -> None:
         await self._waiters.wait(channel, key, timeout)
+
+    def subscribe(self, channel: str, key: str = "") -> asyncio.Event:
+        """See :meth:`Waiters.subscribe`; also set whenever the listening connection is lost."""
+        return self._waiters.subscribe(channel, key)

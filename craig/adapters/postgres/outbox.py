@@ -128,11 +128,12 @@ def _envelope(raw: object) -> EventEnvelope:
     return EventEnvelope.from_json(json.loads(raw) if isinstance(raw, str) else raw)  # type: ignore[arg-type]
 
 
-def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
-    """The array parameters of a multi-event INSERT (``_STAGE_MANY`` and the send-job pass)."""
+def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
+    """The array parameters of a multi-event INSERT (``_STAGE_MANY`` and the send-job pass);
+    ``as_text`` gives the envelopes as JSON text, for statements that bypass SQLAlchemy's JSONB."""
     return {
         "event_ids": [e.id for e in envelopes],
-        "envelopes": [e.to_json() for e in envelopes],
+        "envelopes": [json.dumps(e.to_json()) if as_text else e.to_json() for e in envelopes],
         "types": [e.type for e in envelopes],
         "aggregate_types": [e.aggregate_type for e in envelopes],
         "aggregate_ids": [e.aggregate_id for e in envelopes],

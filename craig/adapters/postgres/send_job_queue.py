@@ -30,22 +30,16 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
-from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.sql import bindparam
-
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.exchange import PARTNER_COLUMNS, partner_from_row
+from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import stage_params
 from craig.adapters.postgres.partner_rate_limit import RESERVE_CTES
+from craig.adapters.postgres.raw import DedicatedConnection, RawStatement
 from craig.adapters.postgres.send_jobs import (
     CLAIM_SET,
     DUE,
     OUTCOMES,
-    RECORD_PARAMS,
     RECORD_SET,
     RECORD_WHERE,
     RETURNING,
@@ -53,7 +47,7 @@ from craig.adapters.postgres.send_jobs import (
     record_params,
 )
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.adapters.send_job_queue import by_partner
+from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake, by_partner
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
 from craig.domain.partners import Partner
@@ -61,12 +55,12 @@ from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
 
 _PARTNER = ", ".join(f"p.{c} AS p_{c}" for c in PARTNER_COLUMNS)
-_PASS = text(
+_PASS = RawStatement(
     f"""
     WITH present AS (
-        SELECT id FROM exchange_send_jobs WHERE id = ANY(:ids)
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[]))
     ), free AS (
-        SELECT id FROM exchange_send_jobs WHERE id = ANY(:ids) FOR UPDATE SKIP LOCKED
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[])) FOR UPDATE SKIP LOCKED
     ), recorded AS (
         UPDATE exchange_send_jobs j
            SET {RECORD_SET}
@@ -76,7 +70,8 @@ _PASS = text(
     ), staged AS (
         INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
         SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
-          FROM unnest(:event_jobs, :event_ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
+          FROM unnest(CAST(:event_jobs AS uuid[]), CAST(:event_ids AS uuid[]), CAST(:envelopes AS jsonb[]),
+                      CAST(:types AS text[]), CAST(:aggregate_types AS text[]), CAST(:aggregate_ids AS text[]))
                WITH ORDINALITY AS e(job_id, id, envelope, event_type, aggregate_type, aggregate_id, n)
          WHERE e.job_id IN (SELECT id FROM recorded)
          ORDER BY e.n
@@ -100,15 +95,6 @@ _PASS = text(
       LEFT JOIN partners p ON p.id = c.partner_id
       LEFT JOIN reserved r ON r.key = c.partner_id
     """
-).bindparams(
-    *RECORD_PARAMS,
-    bindparam("event_jobs", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("event_ids", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("envelopes", type_=ARRAY(JSONB)),
-    bindparam("types", type_=ARRAY(TEXT)),
-    bindparam("aggregate_types", type_=ARRAY(TEXT)),
-    bindparam("aggregate_ids", type_=ARRAY(TEXT)),
-    bindparam("exclude", type_=ARRAY(PG_UUID(as_uuid=True))),
 )
 
 #: Decrypted partners kept per queue (partners are immutable; key rotation keeps the plaintext).
@@ -116,19 +102,34 @@ _PARTNER_CACHE_SIZE = 1024
 
 
 class PostgresSendJobQueue(SendJobQueue):
-    def __init__(self, database: PostgresDatabase, cipher: FieldCipher) -> None:
+    def __init__(
+        self, database: PostgresDatabase, cipher: FieldCipher, listener: PostgresListener | None = None
+    ) -> None:
         self._database = database
         self._cipher = cipher
-        self._autocommit: AsyncEngine = database.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._conn = DedicatedConnection(database)
+        self._wake = (
+            JobWake(lambda: listener.subscribe(SEND_JOBS_CHANNEL), lambda: listener.connected)
+            if listener is not None
+            else JobWake()
+        )
         self._partners: dict[tuple[UUID, str], Partner] = {}
+
+    async def wait_for_jobs(self, timeout: timedelta) -> None:
+        await self._wake.wait(timeout)
+
+    async def aclose(self) -> None:
+        await self._conn.aclose()
 
     async def run_pass(
         self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
     ) -> PassResult:
+        if claim > 0:
+            self._wake.clear()
         with_events = [o for o in outcomes if o.event is not None]
         params: dict[str, Any] = {
             **record_params([(o.job, o.decision) for o in outcomes]),
-            **stage_params([o.event for o in with_events if o.event is not None]),
+            **stage_params([o.event for o in with_events if o.event is not None], as_text=True),
             "event_jobs": [o.job.id for o in with_events],
             "exclude": [o.job.id for o in outcomes],
             "limit": claim,
@@ -136,8 +137,7 @@ class PostgresSendJobQueue(SendJobQueue):
             "max_wait": max_rate_wait.total_seconds(),
             "default_rpm": DEFAULT_PARTNER_RATE_LIMIT_RPM,
         }
-        async with db_errors(), self._autocommit.connect() as conn:
-            rows = (await conn.execute(_PASS, params)).mappings().all()
+        rows = await self._conn.fetch(_PASS, params)
         recorded, busy = frozenset(rows[0]["recorded"]), frozenset(rows[0]["busy"])
         claimed = [row for row in rows if row["id"] is not None]
         return PassResult(recorded, await self._claims(claimed, max_rate_wait), busy)

@@ -52,7 +52,7 @@ CLAIM_SET = """status = 'in_flight', attempts = j.attempts + 1, lease_token = j.
            lease_expires_at = now() + make_interval(secs => :lease)"""
 DUE = """
         SELECT id FROM exchange_send_jobs
-         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(:exclude)
+         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(CAST(:exclude AS uuid[]))
          ORDER BY next_attempt_at
          LIMIT :limit
            FOR UPDATE SKIP LOCKED"""
@@ -77,7 +77,8 @@ _EXPIRED = text(
 # The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
 # function itself); a job is updated only while it carries the claim's lease token. Shared with
 # the worker's one-statement pass.
-OUTCOMES = "unnest(:ids, :tokens, :statuses, :retry_ins, :errors) AS o(id, token, status, retry_in, error)"
+OUTCOMES = """unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[]), CAST(:statuses AS text[]),
+                 CAST(:retry_ins AS float8[]), CAST(:errors AS text[])) AS o(id, token, status, retry_in, error)"""
 RECORD_SET = """status = o.status,
            next_attempt_at = CASE WHEN o.status = 'pending'
                                   THEN now() + make_interval(secs => o.retry_in)

@@ -1,5 +1,6 @@
-"""The partner send-job worker loop (issue 7): poll every ``SEND_POLL_INTERVAL`` (1 s) for due
-jobs, at most ``exchange.max_concurrency`` dispatches at once in this process.
+"""The partner send-job worker loop (issue 7): woken by NOTIFY when jobs are enqueued, and polling
+every ``SEND_POLL_INTERVAL`` (1 s) for due retries, at most ``exchange.max_concurrency``
+dispatches at once in this process.
 
 On stop, the loop lets dispatches in flight finish (bounded) and records their outcomes, so a
 clean shutdown does not leave jobs to wait for their leases.
@@ -26,9 +27,12 @@ class SendJobLoop(Loop):
             await super().run(stop)
         finally:
             if self.worker is not None:
-                await self.worker.finish()
+                try:
+                    await self.worker.finish()
+                finally:
+                    await self.worker.aclose()
 
 
 def send_job_loop(container: Container) -> Loop:
     worker = container.send_job_worker()
-    return SendJobLoop("send-jobs", worker.run_once, SEND_POLL_INTERVAL, worker=worker)
+    return SendJobLoop("send-jobs", worker.run_once, SEND_POLL_INTERVAL, idle=worker.wait_for_jobs, worker=worker)
