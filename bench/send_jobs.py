@@ -7,7 +7,10 @@ Each system gets its own fresh database on the same server, the same number of c
 
 * drain: enqueue ``--jobs`` jobs, then time how long the consumers take to finish them all;
 * throughput: one producer enqueues batches of 10 while the consumers run for ``--seconds``;
-  the rate is jobs completed per second.
+  the rate is jobs completed per second. Craig's producer, like pgqueuer's ``enqueue``, inserts
+  each batch with one statement (the repository's INSERT, in autocommit). ``craig throughput
+  uow`` is the same run with the producer Craig's own code uses, a unit of work (BEGIN, INSERT,
+  COMMIT through SQLAlchemy): there the producer, not the worker, sets the rate.
 
 Craig's job is the real path with a no-op partner gateway: claim (``FOR UPDATE SKIP LOCKED`` +
 lease), a slot from the shared PostgreSQL rate limiter, the no-op dispatch, then the outcome
@@ -43,7 +46,9 @@ from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.migrations import upgrade_to_head
 from craig.adapters.postgres.notify import PostgresListener
+from craig.adapters.postgres.raw import DedicatedConnection, RawStatement
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
+from craig.adapters.postgres.send_jobs import ADD, add_params
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL
 from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_POLL_INTERVAL
@@ -96,9 +101,9 @@ async def _craig_setup(database: PostgresDatabase) -> tuple[Partner, ExchangeTra
     return partner, transaction
 
 
-async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: ExchangeTransaction, count: int) -> None:
+def _jobs(partner: Partner, tx: ExchangeTransaction, count: int) -> list[SendJob]:
     now = datetime.now(UTC)
-    jobs = [
+    return [
         SendJob(
             id=new_id(),
             transaction_id=tx.id,
@@ -110,10 +115,22 @@ async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: Excha
         )
         for n in range(count)
     ]
+
+
+async def _craig_enqueue(database: PostgresDatabase, partner: Partner, tx: ExchangeTransaction, count: int) -> None:
+    """Enqueue through the repository in a unit of work: BEGIN, INSERT, COMMIT (SQLAlchemy)."""
     uow = PostgresUnitOfWork(database, BENCH_CIPHER)
     async with uow:
-        await uow.send_jobs.add_many(jobs)
+        await uow.send_jobs.add_many(_jobs(partner, tx, count))
         await uow.commit()
+
+
+_ADD_JOBS = RawStatement(ADD)
+
+
+async def _craig_enqueue_one_statement(conn: DedicatedConnection, partner: Partner, tx: ExchangeTransaction) -> None:
+    """Enqueue 10 jobs with the repository's INSERT as one statement, as pgqueuer's enqueue does."""
+    await conn.fetch(_ADD_JOBS, add_params(_jobs(partner, tx, 10), as_text=True))
 
 
 def _craig_workers(
@@ -159,7 +176,9 @@ async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND
         await database.dispose()
 
 
-async def craig_throughput(url: str, seconds: float, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
+async def craig_throughput(
+    url: str, seconds: float, workers: int, concurrency: int = SEND_MAX_CONCURRENCY, *, uow_producer: bool = False
+) -> float:
     database = PostgresDatabase(url, pool_size=2 * workers + 4, max_overflow=10)
     listener = PostgresListener(url, (SEND_JOBS_CHANNEL,))
     await listener.start()
@@ -178,8 +197,15 @@ async def craig_throughput(url: str, seconds: float, workers: int, concurrency: 
             await worker.aclose()
 
         async def produce() -> None:
-            while not stop.is_set():
-                await _craig_enqueue(database, partner, tx, 10)
+            conn = DedicatedConnection(database)
+            try:
+                while not stop.is_set():
+                    if uow_producer:
+                        await _craig_enqueue(database, partner, tx, 10)
+                    else:
+                        await _craig_enqueue_one_statement(conn, partner, tx)
+            finally:
+                await conn.aclose()
 
         return await _timed(seconds, stop, done, [*(consume(w) for w in consumers), produce()])
     finally:
@@ -318,6 +344,7 @@ def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
         "procrastinate drain": lambda url: procrastinate_drain(url, args.procrastinate_jobs, w),
         "craig throughput": lambda url: craig_throughput(url, args.seconds, w, args.concurrency),
         "pgqueuer throughput": lambda url: pgqueuer_run(url, w, seconds=args.seconds),
+        "craig throughput uow": lambda url: craig_throughput(url, args.seconds, w, args.concurrency, uow_producer=True),
     }
     results: dict[str, list[float]] = {name: [] for name in cases}
     for round_no in range(1, args.rounds + 1):
@@ -346,6 +373,8 @@ def report(results: dict[str, list[float]]) -> None:
     for mode, rival in (("drain", "pgqueuer"), ("drain", "procrastinate"), ("throughput", "pgqueuer")):
         ratio = median[f"craig {mode}"] / median[f"{rival} {mode}"]
         print(f"  craig / {rival} ({mode}): {ratio:.2f}x")
+    ratio = median["craig throughput uow"] / median["pgqueuer throughput"]
+    print(f"  craig with its unit-of-work producer / pgqueuer (throughput): {ratio:.2f}x")
 
 
 def main() -> None:

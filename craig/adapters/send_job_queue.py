@@ -9,7 +9,6 @@ memory profile uses it; PostgreSQL does the same in ONE statement
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -46,13 +45,17 @@ class JobWake:
         if event is not None:
             event.clear()
 
-    async def wait(self, timeout: timedelta) -> None:
+    async def wait(self, timeout: timedelta) -> bool:
+        """True when woken by a notification, False after ``timeout``."""
         event = self._get()
         if event is None or not self._live():
             await asyncio.sleep(timeout.total_seconds())
-            return
-        with contextlib.suppress(TimeoutError):
+            return False
+        try:
             await asyncio.wait_for(event.wait(), timeout.total_seconds())
+        except TimeoutError:
+            return False
+        return True
 
 
 def by_partner(jobs: Iterable[SendJob]) -> dict[UUID, list[SendJob]]:
@@ -68,8 +71,8 @@ class UnitOfWorkSendJobQueue(SendJobQueue):
         self._uow = uow_factory
         self._wake = wake or JobWake()
 
-    async def wait_for_jobs(self, timeout: timedelta) -> None:
-        await self._wake.wait(timeout)
+    async def wait_for_jobs(self, timeout: timedelta) -> bool:
+        return await self._wake.wait(timeout)
 
     async def aclose(self) -> None:
         return None

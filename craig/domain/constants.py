@@ -105,6 +105,9 @@ SEND_RECOVER_INTERVAL: Final = timedelta(seconds=1)
 #: A claimed job whose partner has no rate-limit slot within this is given back to the queue
 #: (its attempt undone), so one slow-rate partner cannot occupy every dispatch slot for long.
 SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)
+#: Not in the seed (which only polls): an idle worker woken by NOTIFY on enqueue waits this long
+#: before claiming, so a burst is claimed in full batches.
+SEND_WAKE_LINGER: Final = timedelta(milliseconds=5)
 #: Partner ids one exchange transaction may address; payload size it may carry.
 EXCHANGE_MAX_PARTNERS_PER_TRANSACTION: Final = 50
 EXCHANGE_MAX_PAYLOAD_BYTES: Final = 256 * 1024

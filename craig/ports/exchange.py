@@ -151,9 +151,9 @@ class SendJobQueue(Protocol):
         self, outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
     ) -> PassResult: ...
 
-    async def wait_for_jobs(self, timeout: timedelta) -> None:
-        """Return when jobs may have been enqueued since the last claiming pass began (NOTIFY),
-        or after ``timeout``. A hint: the next pass finds out."""
+    async def wait_for_jobs(self, timeout: timedelta) -> bool:
+        """Return True when jobs may have been enqueued since the last claiming pass began
+        (NOTIFY), False after ``timeout``. A hint: the next pass finds out."""
         ...
 
     async def aclose(self) -> None:

@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import attrs
 import structlog
@@ -31,7 +32,6 @@ from craig.domain.exchange import (
     SendJob,
     TransportFailure,
     decide_after_attempt,
-    decided,
 )
 from craig.domain.partners import Partner
 from craig.ports.clock import Clock
@@ -43,6 +43,9 @@ from craig.usecases.send_policy import Observer, SendPolicy, outcome_event
 log = structlog.get_logger(__name__)
 
 OUTCOME_FLUSH_DELAY = timedelta(milliseconds=10)
+#: How often a worker looks for sends past their deadline (at most this late: well inside the
+#: 5 s the dispatch deadline leaves before the lease ends).
+DEADLINE_CHECK_INTERVAL = timedelta(milliseconds=250)
 RECORD_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
@@ -74,8 +77,14 @@ class SendJobWorker:
         self._gateway = gateway
         self._clock = clock
         self.policy = policy or SendPolicy()
+        self._deadline = self.policy.dispatch_deadline.total_seconds()
         self._observe = observer or (lambda _outcome, _seconds: None)
         self._running: set[asyncio.Task[None]] = set()
+        #: Dispatches inside the partner call, with their deadlines (monotonic), and those the
+        #: watchdog cancelled for running past it.
+        self._sending: dict[asyncio.Task[Any], float] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._watchdog: asyncio.Task[None] | None = None
         #: Claimed, not yet dispatched (at most ``policy.prefetch``), with their claim times.
         self._ready: deque[_Ready] = deque()
         self._slot_freed = asyncio.Event()
@@ -107,8 +116,12 @@ class SendJobWorker:
         return bool(claims)
 
     async def wait_for_jobs(self, timeout: timedelta) -> None:
-        """Between idle passes: until jobs may have been enqueued (NOTIFY), at most ``timeout``."""
-        await self._queue.wait_for_jobs(timeout)
+        """Between idle passes: until jobs may have been enqueued (NOTIFY), at most ``timeout``.
+        After a notification it lingers ``policy.wake_linger``, so that a burst of enqueues is
+        claimed in a few full passes rather than one nearly empty pass per enqueue (and per
+        worker: every idle worker hears every NOTIFY)."""
+        if await self._queue.wait_for_jobs(timeout) and self.policy.wake_linger > timedelta(0):
+            await asyncio.sleep(self.policy.wake_linger.total_seconds())
 
     def _start_ready(self) -> None:
         while self._ready and len(self._running) < self.policy.max_concurrency:
@@ -140,6 +153,8 @@ class SendJobWorker:
         if flusher is not None and not flusher.done():
             await asyncio.wait({flusher}, timeout=timeout.total_seconds())
         await self._flush()
+        if self._watchdog is not None and not self._sending:
+            self._watchdog.cancel()
 
     async def aclose(self) -> None:
         """After :meth:`finish`: release the queue's resources."""
@@ -209,8 +224,8 @@ class SendJobWorker:
             await self._give_back([job], slot.wait if slot else self.policy.max_rate_wait)
             return "deferred"
         # Finish well inside the lease, so no other worker takes the job over while it is sent.
-        deadline = claimed_at + self.policy.dispatch_deadline.total_seconds()
-        if deadline - time.monotonic() < self.policy.dispatch_deadline.total_seconds() / 2:
+        deadline = claimed_at + self._deadline
+        if deadline - time.monotonic() < self._deadline / 2:
             await self._give_back([job], timedelta(0))  # waited too long in the ready queue
             return "deferred"
         slot_at = [claimed_at + slot.wait.total_seconds()]
@@ -221,17 +236,40 @@ class SendJobWorker:
             if wait > 0:
                 await asyncio.sleep(wait)
 
+        task = asyncio.current_task()
+        assert task is not None
+        self._sending[task] = deadline
+        self._watch()
         try:
-            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                result = await self._gateway.send(partner, Delivery(job.correlation_id, job.payload), pace)
-        except TimeoutError:
+            result = await self._gateway.send(partner, Delivery(job.correlation_id, job.payload), pace)
+        except asyncio.CancelledError:
+            if task not in self._expired:
+                raise
+            task.uncancel()
             result = TransportFailure("timeout", "the dispatch outlived its deadline inside the lease")
         except _NoSlot as no_slot:
             await self._give_back([job], no_slot.wait)
             return "deferred"
+        finally:
+            del self._sending[task]
+            self._expired.discard(task)
         decision = decide_after_attempt(job.attempts, result, self.policy.max_attempts, self.policy.backoff)
         self._done(job, decision)
         return {JobStatus.SENT: "sent", JobStatus.FAILED: "failed"}.get(decision.status, "retry")
+
+    def _watch(self) -> None:
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.create_task(self._watchdog_loop(), name="send-job-deadlines")
+
+    async def _watchdog_loop(self) -> None:
+        """Cancels sends that outlive their deadline: one timer per worker, not one per job."""
+        while self._sending:
+            await asyncio.sleep(DEADLINE_CHECK_INTERVAL.total_seconds())
+            now = time.monotonic()
+            for task, deadline in list(self._sending.items()):
+                if deadline <= now and task not in self._expired:
+                    self._expired.add(task)
+                    task.cancel()
 
     async def _extra_slot(self, partner: Partner) -> timedelta:
         """The retry after a 401 needs a rate-limit slot of its own."""
@@ -259,7 +297,7 @@ class SendJobWorker:
         event = None
         if decision.event_type:
             now = self._clock.now()
-            event = outcome_event(decided(job, decision, now), decision, now)
+            event = outcome_event(job, decision, now)
         if not self._outcomes:
             self._waiting_since = time.monotonic()
         self._outcomes.append(JobOutcome(job, decision, event))

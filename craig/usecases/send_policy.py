@@ -15,9 +15,10 @@ from craig.domain.constants import (
     SEND_MAX_RATE_WAIT,
     SEND_RECOVER_BATCH,
     SEND_RECOVER_INTERVAL,
+    SEND_WAKE_LINGER,
 )
 from craig.domain.events import EventEnvelope
-from craig.domain.exchange import AttemptDecision, SendJob
+from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.usecases.events import new_event
 
 EVENT_SOURCE = "craig-exchange"
@@ -37,6 +38,8 @@ class SendPolicy:
     #: A claimed job whose rate-limit slot is further away is given back (``defer``).
     max_rate_wait: timedelta = SEND_MAX_RATE_WAIT
     recover_interval: timedelta = SEND_RECOVER_INTERVAL
+    #: An idle worker woken by NOTIFY waits this long before it claims (see ``wait_for_jobs``).
+    wake_linger: timedelta = SEND_WAKE_LINGER
     recover_batch: int = SEND_RECOVER_BATCH
     #: The seed's schedule; tests pass a faster one.
     backoff: Sequence[timedelta] = SEND_BACKOFF_SCHEDULE
@@ -44,7 +47,7 @@ class SendPolicy:
     @property
     def claim_batch(self) -> int:
         """A pass waits until this many jobs fit in (running + ready), unless all are idle."""
-        return max(1, min(self.max_concurrency, (self.max_concurrency + self.prefetch) // 2))
+        return max(1, (self.max_concurrency + self.prefetch) // 2)
 
     @property
     def dispatch_deadline(self) -> timedelta:
@@ -53,7 +56,8 @@ class SendPolicy:
 
 
 def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> EventEnvelope:
-    """``exchange.sent`` or ``exchange.send_failed`` for a job as recorded."""
+    """``exchange.sent`` or ``exchange.send_failed`` for a claimed job and its decision, telling
+    the job as it reads once the decision is recorded (``decided``)."""
     return new_event(
         source=EVENT_SOURCE,
         type=decision.event_type or "",
@@ -65,8 +69,8 @@ def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> Eve
             "partner_id": str(job.partner_id),
             "correlation_id": str(job.correlation_id),
             "attempts": job.attempts,
-            "status": str(job.status),
-            "last_error": job.last_error,
+            "status": str(decision.status),
+            "last_error": None if decision.status is JobStatus.SENT else decision.error,
         },
         now=now,
         correlation_id=job.correlation_id,

@@ -22,7 +22,6 @@ from craig.domain.exchange import (
     SendJob,
     decide_after_attempt,
     decide_lease_expired,
-    decided,
 )
 from craig.domain.partners import RATE_LIMIT_MAX_RPM
 from craig.ports.exchange import JobOutcome, PassResult
@@ -51,7 +50,7 @@ async def run_pass(backend: Backend, outcomes: Sequence[JobOutcome] = (), claim:
 
 def outcome(job: SendJob, decision: AttemptDecision = SENT) -> JobOutcome:
     now = datetime.now(UTC)
-    event = outcome_event(decided(job, decision, now), decision, now) if decision.event_type else None
+    event = outcome_event(job, decision, now) if decision.event_type else None
     return JobOutcome(job, decision, event)
 
 

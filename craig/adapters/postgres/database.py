@@ -61,12 +61,13 @@ class PostgresDatabase:
         async with db_errors(), self.engine.begin() as conn:
             yield conn
 
-    async def connect_raw(self) -> asyncpg.Connection:
-        """A new asyncpg connection outside the pool, with the pool's settings (the caller
-        closes it): for a hot loop that keeps one connection, see ``raw.DedicatedConnection``."""
+    async def connect_raw(self, **settings: str) -> asyncpg.Connection:
+        """A new asyncpg connection outside the pool, with the pool's settings plus ``settings``
+        (the caller closes it): for a hot loop that keeps one, see ``raw.DedicatedConnection``."""
         async with db_errors():
             return await asyncpg.connect(
-                libpq_dsn(self.url), server_settings={"statement_timeout": str(self.statement_timeout_ms)}
+                libpq_dsn(self.url),
+                server_settings={"statement_timeout": str(self.statement_timeout_ms), **settings},
             )
 
     async def ping(self) -> None:

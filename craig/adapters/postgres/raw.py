@@ -40,17 +40,19 @@ class RawStatement:
 class DedicatedConnection:
     """One asyncpg connection owned by one hot loop (like a listener's), used one statement at a
     time, outside any transaction: each statement commits on its own. Made on first use, and
-    made again after it breaks (a server restart, a cancelled statement)."""
+    made again after it breaks (a server restart, a cancelled statement). ``settings`` are
+    session settings for it alone."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, **settings: str) -> None:
         self._database = database
+        self._settings = settings
         self._conn: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()
 
     async def fetch(self, statement: RawStatement, params: Mapping[str, Any]) -> Sequence[asyncpg.Record]:
         async with self._lock, db_errors():
             if self._conn is None or self._conn.is_closed():
-                self._conn = await self._database.connect_raw()
+                self._conn = await self._database.connect_raw(**self._settings)
             try:
                 return await statement.fetch(self._conn, params)
             except asyncpg.PostgresError:

@@ -7,6 +7,7 @@ fenced by ``lease_token`` so a worker whose lease was taken over cannot overwrit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,14 +32,15 @@ COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, at
     next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
 RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
 
-_ADD = text(
-    """
+#: Shared with the benchmark's one-statement producer (``bench/send_jobs.py``).
+ADD = """
     INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload)
     SELECT u.id, u.transaction_id, u.partner_id, u.correlation_id, u.payload
-      FROM unnest(:ids, :transaction_ids, :partner_ids, :correlation_ids, :payloads)
+      FROM unnest(CAST(:ids AS uuid[]), CAST(:transaction_ids AS uuid[]), CAST(:partner_ids AS uuid[]),
+                  CAST(:correlation_ids AS uuid[]), CAST(:payloads AS jsonb[]))
         AS u(id, transaction_id, partner_id, correlation_id, payload)
     """
-).bindparams(
+_ADD = text(ADD).bindparams(
     bindparam("ids", type_=UUIDS),
     bindparam("transaction_ids", type_=UUIDS),
     bindparam("partner_ids", type_=UUIDS),
@@ -125,6 +127,18 @@ _STATS = text(
 _NOW = text("SELECT now()")
 
 
+def add_params(jobs: Sequence[SendJob], *, as_text: bool = False) -> dict[str, list[Any]]:
+    """The array parameters of :data:`ADD`; ``as_text`` gives payloads as JSON text, for
+    statements that bypass SQLAlchemy's JSONB."""
+    return {
+        "ids": [j.id for j in jobs],
+        "transaction_ids": [j.transaction_id for j in jobs],
+        "partner_ids": [j.partner_id for j in jobs],
+        "correlation_ids": [j.correlation_id for j in jobs],
+        "payloads": [json.dumps(dict(j.payload)) if as_text else dict(j.payload) for j in jobs],
+    }
+
+
 def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, list[Any]]:
     """The array parameters of :data:`OUTCOMES`."""
     return {
@@ -166,15 +180,8 @@ class PostgresSendJobRepository(SendJobRepository):
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         if not jobs:
             return
-        params = {
-            "ids": [j.id for j in jobs],
-            "transaction_ids": [j.transaction_id for j in jobs],
-            "partner_ids": [j.partner_id for j in jobs],
-            "correlation_ids": [j.correlation_id for j in jobs],
-            "payloads": [dict(j.payload) for j in jobs],
-        }
         async with db_errors():
-            await self.uow.connection.execute(_ADD, params)
+            await self.uow.connection.execute(_ADD, add_params(jobs))
 
     async def get(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_GET, {"id": job_id})

@@ -1,5 +1,5 @@
-"""The send-job worker's concurrency cap and prefetch, on the memory adapters with a gateway that
-holds every request until the test lets it go."""
+"""The send-job worker's concurrency cap, prefetch and dispatch deadline, on the memory adapters
+with a gateway that holds every request until the test lets it go."""
 
 from __future__ import annotations
 
@@ -118,3 +118,20 @@ async def test_a_prefetched_job_that_waited_half_its_deadline_goes_back_unsent(b
     await asyncio.wait_for(sender.finish(), 10)
     assert await statuses(backend, jobs) == [(JobStatus.SENT, 1), (JobStatus.PENDING, 0)]
     assert gateway.sent == [str(jobs[0].correlation_id)]
+
+
+async def test_a_send_past_its_deadline_is_abandoned_as_a_timeout_and_retried(backend: Backend) -> None:
+    [job] = await make_jobs(backend, 1)
+    gateway = HeldGateway()  # never answers
+    # lease 1 s: the send is abandoned 0.9 s after the claim, well inside the lease.
+    sender = worker(backend, gateway, max_concurrency=1, lease=timedelta(seconds=1))
+    await sender.run_once()
+    await asyncio.sleep(1.5)
+    assert gateway.in_flight == 0  # the partner call was cancelled
+    await asyncio.wait_for(sender.finish(), 10)
+    uow = backend.uow()
+    async with uow:
+        stored = await uow.send_jobs.get(job.id)
+    assert stored is not None
+    assert (stored.status, stored.attempts) == (JobStatus.PENDING, 1)
+    assert stored.last_error == "timeout: the dispatch outlived its deadline inside the lease"
