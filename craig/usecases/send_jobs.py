@@ -101,7 +101,7 @@ class SendJobWorker:
         and ready, and a pass runs once a whole batch fits: fewer, fuller passes.
         """
         self._start_ready()
-        room = self.policy.max_concurrency + self.policy.prefetch - len(self._running) - len(self._ready)
+        room = self._room()
         if room <= 0 or ((self._running or self._ready) and room < self.policy.claim_batch):
             self._slot_freed.clear()
             try:
@@ -122,6 +122,10 @@ class SendJobWorker:
         worker: every idle worker hears every NOTIFY)."""
         if await self._queue.wait_for_jobs(timeout) and self.policy.wake_linger > timedelta(0):
             await asyncio.sleep(self.policy.wake_linger.total_seconds())
+
+    def _room(self) -> int:
+        """How many more jobs this worker may claim now."""
+        return self.policy.max_concurrency + self.policy.prefetch - len(self._running) - len(self._ready)
 
     def _start_ready(self) -> None:
         while self._ready and len(self._running) < self.policy.max_concurrency:
@@ -209,7 +213,10 @@ class SendJobWorker:
             self._observe("lost", time.monotonic() - started)
         finally:
             self._running.discard(asyncio.current_task())
-            self._slot_freed.set()
+            self._start_ready()
+            # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
+            if not self._running or self._room() >= self.policy.claim_batch:
+                self._slot_freed.set()
 
     async def dispatch(self, claim: Claim, claimed_at: float | None = None) -> str:
         """Send one claimed job; returns the outcome's name. ``claimed_at`` (monotonic) is when

@@ -27,14 +27,21 @@ if TYPE_CHECKING:
 # the keys' rows in ascending order, grant each key up to ``n`` consecutive slots ``step`` seconds
 # apart that start within ``:max_wait``, move its ``tat`` past them. A key without a row yet gets
 # nothing from ``reserved``. Shared with the send-job worker's one-statement pass.
+# "Now" is the database clock once the rows are locked (clock_timestamp()), not the statement's
+# start (now()): a statement that queued behind another for the lock would otherwise see that
+# one's slots as still in the future and wait for nothing.
 RESERVE_CTES = """
     locked AS (
-        SELECT r.key, greatest(r.tat, now()) AS base, d.n, d.step
+        SELECT r.key, r.tat, d.n, d.step
           FROM exchange_rate_limits r JOIN demand d ON d.key = r.key
          ORDER BY r.key
            FOR UPDATE OF r
+    ), stamped AS (
+        SELECT locked.*, clock_timestamp() AS at FROM locked OFFSET 0
     ), waits AS (
-        SELECT key, base, n, step, extract(epoch FROM base - now())::float8 AS first_wait FROM locked
+        SELECT key, greatest(tat, at) AS base, n, step,
+               extract(epoch FROM greatest(tat, at) - at)::float8 AS first_wait
+          FROM stamped
     ), grants AS (
         SELECT key, base, step, first_wait,
                CASE WHEN first_wait > CAST(:max_wait AS float8) THEN 0

@@ -25,6 +25,7 @@ a partner; ``bench/send_jobs.py`` measures the difference.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -54,7 +55,7 @@ from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
 
-_PARTNER = ", ".join(f"p.{c} AS p_{c}" for c in PARTNER_COLUMNS)
+_PARTNERS = RawStatement(f"SELECT {', '.join(PARTNER_COLUMNS)} FROM partners WHERE id = ANY(CAST(:ids AS uuid[]))")
 _PASS = RawStatement(
     f"""
     WITH present AS (
@@ -93,10 +94,9 @@ _PASS = RawStatement(
     ), {RESERVE_CTES}
     SELECT (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) AS recorded,
            (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free)) AS busy,
-           c.*, {_PARTNER}, r.granted, r.first_wait
+           c.*, r.granted, r.first_wait
       FROM (SELECT 1) AS one
       LEFT JOIN claimed c ON true
-      LEFT JOIN partners p ON p.id = c.partner_id
       LEFT JOIN reserved r ON r.key = c.partner_id
     """
 )
@@ -109,7 +109,9 @@ _PASS = RawStatement(
 #: on this connection only, leave the planner the index paths it should always take.
 _PLANNER = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
 
-#: Decrypted partners kept per queue (partners are immutable; key rotation keeps the plaintext).
+#: Decrypted partners are kept per queue this long (Craig never changes a partner, and key
+#: rotation keeps the plaintext; the expiry bounds how long a row edited by hand goes unseen).
+_PARTNER_CACHE_SECONDS = 30.0
 _PARTNER_CACHE_SIZE = 1024
 
 
@@ -125,7 +127,7 @@ class PostgresSendJobQueue(SendJobQueue):
             if listener is not None
             else JobWake()
         )
-        self._partners: dict[tuple[UUID, str], Partner] = {}
+        self._partners: dict[UUID, tuple[Partner, float]] = {}
 
     async def wait_for_jobs(self, timeout: timedelta) -> bool:
         return await self._wake.wait(timeout)
@@ -156,7 +158,7 @@ class PostgresSendJobQueue(SendJobQueue):
 
     async def _claims(self, rows: Sequence[Mapping[str, Any]], max_rate_wait: timedelta) -> list[Claim]:
         jobs = {row["id"]: job_from_row(row) for row in rows}
-        partners = {row["partner_id"]: self._partner(row) for row in rows if row["p_id"] is not None}
+        partners = await self._partners_of({row["partner_id"] for row in rows})
         grants = {row["partner_id"]: (row["granted"], row["first_wait"]) for row in rows}
         claims: list[Claim] = []
         for partner_id, group in by_partner(jobs.values()).items():
@@ -182,11 +184,15 @@ class PostgresSendJobQueue(SendJobQueue):
             await uow.commit()
         return slots
 
-    def _partner(self, row: Mapping[str, Any]) -> Partner:
-        key = (row["p_id"], row["p_client_secret"])
-        partner = self._partners.get(key)
-        if partner is None:
+    async def _partners_of(self, ids: set[UUID]) -> dict[UUID, Partner]:
+        now = time.monotonic()
+        found = {i: self._partners[i][0] for i in ids if i in self._partners and self._partners[i][1] > now}
+        missing = ids - found.keys()
+        if missing:
             if len(self._partners) >= _PARTNER_CACHE_SIZE:
                 self._partners.clear()
-            partner = self._partners[key] = partner_from_row(row, self._cipher, prefix="p_")
-        return partner
+            for row in await self._conn.fetch(_PARTNERS, {"ids": list(missing)}):
+                partner = partner_from_row(row, self._cipher)
+                self._partners[partner.id] = (partner, now + _PARTNER_CACHE_SECONDS)
+                found[partner.id] = partner
+        return found
