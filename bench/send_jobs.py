@@ -51,7 +51,7 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.send_jobs import ADD, add_params
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL
-from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_POLL_INTERVAL
+from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_MAX_RATE_WAIT, SEND_POLL_INTERVAL
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
@@ -107,6 +107,8 @@ async def _craig_setup(database: PostgresDatabase) -> tuple[list[Partner], Excha
     async with uow:
         for partner in partners:
             await uow.partners.add(partner)
+            # A partner's first reservation makes its rate-limit row: once per partner, not per run.
+            await uow.partner_rate_limits.reserve(partner.id, RATE_LIMIT_MAX_RPM, 1, SEND_MAX_RATE_WAIT)
         await uow.exchange_transactions.add(transaction)
         await uow.commit()
     return partners, transaction
@@ -148,7 +150,7 @@ async def _craig_enqueue_one_statement(
     await conn.fetch(_ADD_JOBS, add_params(_jobs(partners, tx, 10), as_text=True))
 
 
-def _craig_workers(
+async def _craig_workers(
     database: PostgresDatabase,
     count: int,
     concurrency: int,
@@ -159,16 +161,20 @@ def _craig_workers(
         if outcome == "sent":
             done[0] += 1
 
+    queues = [PostgresSendJobQueue(database, BENCH_CIPHER, listener) for _ in range(count)]
+    # Open each worker's connection before the clock starts, as pgqueuer's are (statements are
+    # still prepared on first use, inside the measurement, as pgqueuer's are).
+    await asyncio.gather(*(q.connect() for q in queues))
     return [
         SendJobWorker(
             lambda: PostgresUnitOfWork(database, BENCH_CIPHER),
-            PostgresSendJobQueue(database, BENCH_CIPHER, listener),
+            queue,
             NoopGateway(),
             SystemClock(),
             SendPolicy(max_concurrency=concurrency),
             observer=observe,
         )
-        for _ in range(count)
+        for queue in queues
     ]
 
 
@@ -179,7 +185,7 @@ async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND
         for start in range(0, jobs, 5000):
             await _craig_enqueue(database, partners, tx, min(5000, jobs - start))
         done = [0]
-        consumers = _craig_workers(database, workers, concurrency, done)
+        consumers = await _craig_workers(database, workers, concurrency, done)
         started = time.perf_counter()
         await asyncio.gather(*(w.drain() for w in consumers))
         elapsed = time.perf_counter() - started
@@ -201,7 +207,7 @@ async def craig_throughput(
     try:
         partners, tx = await _craig_setup(database)
         done = [0]
-        consumers = _craig_workers(database, workers, concurrency, done, listener)
+        consumers = await _craig_workers(database, workers, concurrency, done, listener)
 
         async def consume(worker: SendJobWorker) -> None:
             # As `craig worker` runs it: woken by NOTIFY on enqueue, polling every second.

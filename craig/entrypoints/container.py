@@ -255,6 +255,7 @@ class Container(containers.DeclarativeContainer):
         SendPolicy,
         lease=providers.Callable(lambda s: timedelta(seconds=s.exchange.lease_seconds), settings),
         max_concurrency=settings.provided.exchange.max_concurrency,
+        prefetch=settings.provided.exchange.prefetch,
     )
     send_job_queue = providers.Selector(
         profile,

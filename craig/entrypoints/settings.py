@@ -163,6 +163,7 @@ class ExchangeSettings:
     read_timeout_seconds: float = _help("Partner HTTP read timeout.", 30.0)
     max_connections: int = _help("Partner HTTP connection pool size.", 50)
     max_concurrency: int = _help("Dispatches one worker runs at once.", SEND_MAX_CONCURRENCY)
+    prefetch: int = _help("Jobs one worker claims ahead of its free dispatch slots (0: none).", SEND_MAX_CONCURRENCY)
     lease_seconds: float = _help("How long a claimed job is owned by its worker.", SEND_LEASE.total_seconds())
 
 
@@ -427,6 +428,8 @@ def _exchange_limits(s: Settings) -> str | None:
     ):
         if value <= 0:
             return f"{name} must be positive (got {value}); remove it to use the default"
+    if e.prefetch < 0:
+        return f"CRAIG_EXCHANGE__PREFETCH must be 0 or more (got {e.prefetch}); remove it to use the default"
     if e.lease_seconds <= e.read_timeout_seconds + e.connect_timeout_seconds:
         return (
             f"CRAIG_EXCHANGE__LEASE_SECONDS ({e.lease_seconds:g}) must exceed the partner connect + read "

@@ -7,6 +7,7 @@ statement. Both must record, stage, claim and reserve exactly alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -24,6 +25,7 @@ from craig.domain.exchange import (
     decide_lease_expired,
 )
 from craig.domain.partners import RATE_LIMIT_MAX_RPM
+from craig.ports.errors import Unavailable
 from craig.ports.exchange import JobOutcome, PassResult
 from craig.usecases.send_policy import outcome_event
 from tests.support.backends import Backend
@@ -209,3 +211,31 @@ async def test_an_enqueue_during_a_pass_is_not_missed(backend: Backend) -> None:
     await add_transaction(backend, [partner.id])  # after the pass, before the worker waits
     await asyncio.sleep(0.05)  # let the notification arrive
     await asyncio.wait_for(backend.send_job_queue.wait_for_jobs(timedelta(seconds=60)), 20)
+
+
+async def test_a_pass_after_the_server_dropped_the_connection_reconnects(backend: Backend) -> None:
+    if backend.postgres is None:
+        pytest.skip("only a database server drops connections")
+    await jobs_for(backend, 2)
+    assert len((await run_pass(backend, claim=1)).claims) == 1
+    async with backend.postgres.engine.connect() as admin:
+        killed = (
+            (
+                await admin.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND application_name = 'craig-send-worker'"
+                    )
+                )
+            )
+            .scalars()
+            .all()
+        )
+        await admin.commit()
+    assert killed == [True]  # the worker's own connection, idle after its pass
+    await asyncio.sleep(0.1)
+    claimed = 0
+    for _ in range(2):  # the first pass may find the connection dead: one retryable error
+        with contextlib.suppress(Unavailable):
+            claimed += len((await run_pass(backend, claim=1)).claims)
+    assert claimed == 1

@@ -150,3 +150,16 @@ def test_a_wildcard_cors_origin_logs_the_seed_warning(tmp_path: Path) -> None:
         assert (
             any(entry["event"] == CORS_WILDCARD_WARNING and entry["log_level"] == "warning" for entry in logs) is warned
         )
+
+
+def test_send_worker_settings_come_from_the_environment_and_bad_ones_are_refused() -> None:
+    settings = load_settings(
+        {"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__MAX_CONCURRENCY": "4", "CRAIG_EXCHANGE__PREFETCH": "0"}
+    )
+    assert (settings.exchange.max_concurrency, settings.exchange.prefetch) == (4, 0)
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__PREFETCH": "-1"})
+    assert str(raised.value).startswith("CRAIG_EXCHANGE__PREFETCH must be 0 or more (got -1)")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__MAX_CONCURRENCY": "0"})
+    assert str(raised.value).startswith("CRAIG_EXCHANGE__MAX_CONCURRENCY must be positive (got 0)")

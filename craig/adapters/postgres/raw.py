@@ -49,12 +49,21 @@ class DedicatedConnection:
         self._conn: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()
 
+    async def connect(self) -> None:
+        """Make the connection now, if there is none (or it broke), rather than on first use."""
+        async with self._lock, db_errors():
+            await self._ensure()
+
+    async def _ensure(self) -> asyncpg.Connection:
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await self._database.connect_raw(**self._settings)
+        return self._conn
+
     async def fetch(self, statement: RawStatement, params: Mapping[str, Any]) -> Sequence[asyncpg.Record]:
         async with self._lock, db_errors():
-            if self._conn is None or self._conn.is_closed():
-                self._conn = await self._database.connect_raw(**self._settings)
+            conn = await self._ensure()
             try:
-                return await statement.fetch(self._conn, params)
+                return await statement.fetch(conn, params)
             except asyncpg.PostgresError:
                 raise  # the statement failed; the connection is fine
             except BaseException:

@@ -109,6 +109,9 @@ _PASS = RawStatement(
 #: on this connection only, leave the planner the index paths it should always take.
 _PLANNER = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
 
+#: How the worker's connection shows in ``pg_stat_activity``.
+APPLICATION_NAME = "craig-send-worker"
+
 #: Decrypted partners are kept per queue this long (Craig never changes a partner, and key
 #: rotation keeps the plaintext; the expiry bounds how long a row edited by hand goes unseen).
 _PARTNER_CACHE_SECONDS = 30.0
@@ -121,7 +124,7 @@ class PostgresSendJobQueue(SendJobQueue):
     ) -> None:
         self._database = database
         self._cipher = cipher
-        self._conn = DedicatedConnection(database, **_PLANNER)
+        self._conn = DedicatedConnection(database, application_name=APPLICATION_NAME, **_PLANNER)
         self._wake = (
             JobWake(lambda: listener.subscribe(SEND_JOBS_CHANNEL), lambda: listener.connected)
             if listener is not None
@@ -131,6 +134,10 @@ class PostgresSendJobQueue(SendJobQueue):
 
     async def wait_for_jobs(self, timeout: timedelta) -> bool:
         return await self._wake.wait(timeout)
+
+    async def connect(self) -> None:
+        """Open the worker's connection now rather than on its first pass."""
+        await self._conn.connect()
 
     async def aclose(self) -> None:
         await self._conn.aclose()
