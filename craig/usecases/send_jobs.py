@@ -43,6 +43,8 @@ from craig.usecases.send_policy import Observer, SendPolicy, outcome_event
 log = structlog.get_logger(__name__)
 
 OUTCOME_FLUSH_DELAY = timedelta(milliseconds=10)
+#: A flush whose every outcome was busy (rows held by another transaction) waits this long.
+BUSY_RETRY_DELAY = timedelta(milliseconds=50)
 #: How often a worker looks for sends past their deadline (at most this late: well inside the
 #: 5 s the dispatch deadline leaves before the lease ends).
 DEADLINE_CHECK_INTERVAL = timedelta(milliseconds=250)
@@ -337,6 +339,8 @@ class SendJobWorker:
                 try:
                     result = await self._queue.run_pass(batch, 0, self.policy.lease, self.policy.max_rate_wait)
                     self._settle(batch, result)
+                    if result.busy and not result.recorded:
+                        await asyncio.sleep(BUSY_RETRY_DELAY.total_seconds())  # rows held elsewhere: no spinning
                     break
                 except Exception as error:
                     if delay is None:

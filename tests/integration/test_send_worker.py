@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from craig.adapters.clock import SystemClock
 from craig.adapters.partners.http import HttpPartnerGateway
@@ -250,3 +251,35 @@ async def test_the_rate_limit_holds_across_two_worker_processes(env: Any) -> Non
     print(f"rate limit: {measured} requests in {WINDOW_SECONDS:g} s (limit {expected:g}); busiest window {busiest}")
     assert abs(measured - expected) <= 0.05 * expected, (measured, expected)
     assert busiest <= 1.05 * expected, (busiest, expected)
+
+
+async def test_an_outcome_whose_row_is_held_is_recorded_once_the_row_is_free(env: Any) -> None:
+    backend, fake, partner, url = env
+    [job] = await jobs(backend, partner, 1)
+    passes: list[int] = []
+    async with worker_on(url) as (worker, _):
+        queue = worker._queue  # count the passes the worker makes while the row is held
+        run_pass = queue.run_pass
+
+        async def counted(*args: Any) -> Any:
+            passes.append(1)
+            return await run_pass(*args)
+
+        queue.run_pass = counted  # type: ignore[method-assign]
+        assert backend.postgres is not None
+        fake.delay_seconds = 0.3  # the partner answers after the row is held
+        async with backend.postgres.engine.connect() as holder:
+            assert await worker.run_once()  # claims the job; the dispatch starts
+            await holder.execute(text("SELECT 1 FROM exchange_send_jobs WHERE id = :id FOR UPDATE"), {"id": job.id})
+            await wait_for(lambda: fake.delivered[str(job.correlation_id)] == 1)
+            await asyncio.sleep(0.05)
+            held_from = len(passes)
+            await asyncio.sleep(0.5)
+            assert [j.status for j in await current(backend, [job.id])] == [JobStatus.IN_FLIGHT]
+            assert len(passes) - held_from < 40  # waits between tries instead of spinning
+            await holder.rollback()
+        await run_until([worker], all_final(backend, [job.id]))
+    [sent] = await current(backend, [job.id])
+    assert sent.status is JobStatus.SENT and sent.attempts == 1
+    assert fake.delivered[str(job.correlation_id)] == 1
+    assert await outbox(backend, "exchange.sent") == Counter({str(job.id): 1})
