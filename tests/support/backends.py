@@ -74,16 +74,18 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
         if listener.connected:
             break
         await asyncio.sleep(0.02)
+    queue = PostgresSendJobQueue(db, TEST_CIPHER, listener)
     try:
         yield Backend(
             kind="postgres",
             uow=lambda: PostgresUnitOfWork(db, TEST_CIPHER),
             idempotency=PostgresIdempotencyStore(db, listener),
             outbox=PostgresOutboxRelayStore(db, listener),
-            send_job_queue=PostgresSendJobQueue(db, TEST_CIPHER, listener),
+            send_job_queue=queue,
             advance=asyncio.sleep,
             postgres=db,
         )
     finally:
+        await queue.aclose()
         await listener.stop()
         await db.dispose()
