@@ -152,7 +152,10 @@ class SendJobWorker:
         writing."""
         unsent, self._ready = [r.claim.job for r in self._ready], deque()
         if unsent:
-            await self._give_back(unsent, timedelta(0))
+            try:
+                await self._give_back(unsent, timedelta(0))
+            except Exception as error:  # still record what was sent; leases bring these back
+                log.warning("giving back unsent jobs failed", jobs=len(unsent), error=str(error))
         if self._running:
             await asyncio.wait(set(self._running), timeout=timeout.total_seconds())
         flusher = self._flusher

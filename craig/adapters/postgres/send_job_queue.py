@@ -1,11 +1,15 @@
 """The send-job worker's pass on PostgreSQL: ONE statement, so one round trip and no BEGIN/COMMIT.
 
 Record the finished outcomes (fenced by lease token) and stage the events of those recorded,
-claim due jobs (``FOR UPDATE SKIP LOCKED``, leased), join their partners, and reserve every
-partner's rate-limit slots (rows locked in ascending key order, the same GCRA as
+claim due jobs (``FOR UPDATE SKIP LOCKED``, leased), and reserve every claimed partner's
+rate-limit slots (rows locked in ascending key order, the same GCRA as
 :mod:`craig.adapters.postgres.partner_rate_limit`). A single statement is atomic on its own, and
-it holds the partner's rate-limit row only until it ends, so workers queue on that row for
-microseconds instead of for a transaction's round trips.
+it holds the partner's rate-limit row only from the reservation to its end, so workers queue on
+that row for microseconds instead of for a transaction's round trips. Partners come from a
+short-lived cache of decrypted partners, loaded on the same connection when missing.
+
+The statement runs straight on one asyncpg connection the worker keeps (``raw.py``): through
+SQLAlchemy's pool, an empty pass cost 127 µs of Python instead of 51 µs.
 
 The statement's parts all see one snapshot: a job recorded here is still ``in_flight`` to the
 claim, which never takes one of the outcomes' jobs anyway. The worker recovers expired leases
