@@ -165,8 +165,8 @@ class Container(containers.DeclarativeContainer):
     )
     event_bus = providers.Selector(
         profile,
-        memory=providers.Singleton(InProcessBus, inbox=inbox_store),
-        embedded=providers.Singleton(InProcessBus, inbox=inbox_store),
+        memory=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
+        embedded=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
         production=providers.Singleton(
             RabbitEventBus,
             url=settings.provided.broker.url,

@@ -7,12 +7,14 @@ import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from dependency_injector import providers
 from sqlalchemy import text
 
+from craig.adapters.inprocess.bus import InProcessBus
 from craig.domain.events import EventEnvelope
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.messaging import consumers_running, relay_loop
@@ -227,3 +229,26 @@ async def test_events_nobody_subscribes_to_are_not_delivered(bus: Container, reg
         await bus.event_bus().publish(wanted)
         await _eventually(lambda: _has_effect(bus, wanted.id), "processing")
     assert list(recorder.calls) == [wanted.id]
+
+
+async def test_a_broadcast_delivery_on_the_in_process_bus_settles_its_own_inbox_row(bus: Container) -> None:
+    if hasattr(bus.event_bus(), "broker"):
+        pytest.skip("RabbitMQ keeps its queues in the broker, not in the inbox table")
+    lease = timedelta(milliseconds=200)
+    short_lease = InProcessBus(bus.inbox_store(), instance_id=bus.instance_id(), lease=lease)
+    bus.event_bus.override(providers.Object(short_lease))
+    recorder = Recorder()
+    subscription = Subscription("recorder", ("tests.*",), recorder, broadcast=True)
+    envelope = _event()
+    try:
+        async with consumers_running(bus, subscriptions=[subscription]):
+            await short_lease.publish(envelope)
+            await _eventually(lambda: _has_effect(bus, envelope.id), "delivery")
+        await asyncio.sleep(lease.total_seconds() * 2)
+        store = bus.inbox_store()
+        # Nothing is left to deliver again once the lease is over, under either key.
+        key = subscription.inbox_consumer(bus.instance_id())
+        assert await store.claim_due([key, subscription.consumer], 10, lease) == []
+        assert recorder.calls[envelope.id] == 1
+    finally:
+        bus.event_bus.reset_override()

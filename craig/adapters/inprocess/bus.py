@@ -43,11 +43,15 @@ class InProcessBus(EventBus):
         self,
         inbox: InboxStore,
         *,
+        instance_id: str,
         poll_interval: timedelta = timedelta(seconds=1),
         batch_size: int = 100,
         lease: timedelta = timedelta(seconds=60),
     ) -> None:
         self.inbox = inbox
+        #: Deliveries are filed under ``Subscription.inbox_consumer(instance_id)``: the key the
+        #: handler's idempotent inbox uses, so processing a delivery settles its row.
+        self.instance_id = instance_id
         self.poll_interval = poll_interval
         self.batch_size = batch_size
         self.lease = lease
@@ -57,8 +61,9 @@ class InProcessBus(EventBus):
 
     async def connect(self, subscriptions: Sequence[Subscription]) -> None:
         for subscription in subscriptions:
-            self._routes[subscription.consumer] = subscription.event_types
-            self._wake.setdefault(subscription.consumer, asyncio.Event())
+            consumer = subscription.inbox_consumer(self.instance_id)
+            self._routes[consumer] = subscription.event_types
+            self._wake.setdefault(consumer, asyncio.Event())
 
     async def publish(self, envelope: EventEnvelope) -> None:
         for consumer, patterns in self._routes.items():
@@ -69,9 +74,8 @@ class InProcessBus(EventBus):
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
         await self.connect([subscription for subscription, _ in consumers])
         for subscription, delivery in consumers:
-            task = asyncio.create_task(
-                self._run(subscription.consumer, delivery), name=f"inbox:{subscription.consumer}"
-            )
+            consumer = subscription.inbox_consumer(self.instance_id)
+            task = asyncio.create_task(self._run(consumer, delivery), name=f"inbox:{consumer}")
             self._tasks.append(task)
 
     async def _run(self, consumer: str, delivery: Delivery) -> None:
