@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from craig.entrypoints import metrics
+from craig.entrypoints.ages import format_age, seconds_since
 from craig.entrypoints.container import Container
 
 
@@ -14,22 +15,11 @@ def attachment_backlog(container: Container) -> metrics.Refresher:
     async def refresh() -> None:
         backlog = await container.attachment_scanner().backlog()
         pending = sum(stats.pending for stats in backlog.values())
-        ages = [
-            (stats.now - stats.oldest_pending_created_at).total_seconds()
-            for stats in backlog.values()
-            if stats.oldest_pending_created_at is not None
-        ]
+        ages = [seconds_since(stats.now, stats.oldest_pending_created_at) or 0.0 for stats in backlog.values()]
         metrics.attachments_pending.set(pending)
         metrics.attachments_oldest_pending_age.set(max(ages, default=0))
 
     return refresh
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    whole = max(0, int(seconds))
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m{whole % 60:02d}s"
 
 
 async def attachments_section(container: Container) -> dict[str, Any]:
@@ -37,8 +27,7 @@ async def attachments_section(container: Container) -> dict[str, Any]:
     settings = container.settings().attachments
     report: dict[str, Any] = {}
     for table, stats in (await container.attachment_scanner().backlog()).items():
-        oldest = stats.oldest_pending_created_at
         report[f"{table}: pending"] = stats.pending
-        report[f"{table}: oldest pending age"] = _age((stats.now - oldest).total_seconds() if oldest else None)
+        report[f"{table}: oldest pending age"] = format_age(seconds_since(stats.now, stats.oldest_pending_created_at))
     report["scanner grace / interval"] = f"{settings.scan_grace_seconds:g}s / {settings.scan_interval_seconds:g}s"
     return report

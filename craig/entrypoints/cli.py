@@ -28,7 +28,7 @@ import structlog
 
 from craig.domain.access import Role
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.runtime import StartupError, running
+from craig.entrypoints.runtime import StartupError, running, start_database, stop_database
 from craig.entrypoints.settings import Profile, SettingsError, reference
 
 log = structlog.get_logger(__name__)
@@ -179,12 +179,16 @@ def _db(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> int:
-        async with running(container, schema="ignore"):
+        # The database alone: migrating needs neither the broker nor the object store.
+        await start_database(container, schema="ignore")
+        try:
             url = container.database_url()
             if args.db_command == "upgrade":
                 await asyncio.to_thread(migrations.upgrade, url, args.revision)
             else:
                 await asyncio.to_thread(migrations.downgrade, url, args.revision)
+        finally:
+            await stop_database(container)
         print(f"database at revision {args.revision}")
         return 0
 

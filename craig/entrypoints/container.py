@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from dependency_injector import containers, providers
 
@@ -101,6 +102,16 @@ def _embedded_url(server: EmbeddedPostgres) -> str:
     return server.url(EMBEDDED_DATABASE)
 
 
+def _by_storage(profile: Any, *, memory: Any, postgres: Any) -> providers.Selector[Any]:
+    """The memory adapter, or the PostgreSQL one for both profiles that use PostgreSQL."""
+    return providers.Selector(profile, memory=memory, embedded=postgres, production=postgres)
+
+
+def _by_broker(profile: Any, *, inprocess: Any, rabbit: Any) -> providers.Selector[Any]:
+    """The in-process bus's adapter (memory, embedded), or RabbitMQ's (production)."""
+    return providers.Selector(profile, memory=inprocess, embedded=inprocess, production=rabbit)
+
+
 def _instance_id(settings: Settings) -> str:
     return settings.instance_id or f"craig-{uuid.uuid4().hex[:12]}"
 
@@ -137,37 +148,32 @@ class Container(containers.DeclarativeContainer):
     )
     listener = providers.Singleton(PostgresListener, url=database_url, channels=LISTEN_CHANNELS)
 
-    uow = providers.Selector(
+    uow = _by_storage(
         profile,
         memory=providers.Factory(MemoryUnitOfWork, db=memory_database, cipher=field_cipher),
-        embedded=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
-        production=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
+        postgres=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
     )
-    idempotency_store = providers.Selector(
+    idempotency_store = _by_storage(
         profile,
         memory=providers.Singleton(MemoryIdempotencyStore, db=memory_database),
-        embedded=providers.Singleton(PostgresIdempotencyStore, database=postgres, listener=listener),
-        production=providers.Singleton(PostgresIdempotencyStore, database=postgres, listener=listener),
+        postgres=providers.Singleton(PostgresIdempotencyStore, database=postgres, listener=listener),
     )
-    outbox_relay_store = providers.Selector(
+    outbox_relay_store = _by_storage(
         profile,
         memory=providers.Singleton(MemoryOutboxRelayStore, db=memory_database),
-        embedded=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
-        production=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
+        postgres=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
     )
 
     # --- events: inbox, bus, dead letters (issue 4) -------------------------------------------
-    inbox_store = providers.Selector(
+    inbox_store = _by_storage(
         profile,
         memory=providers.Singleton(MemoryInboxStore, db=memory_database),
-        embedded=providers.Singleton(PostgresInboxStore, database=postgres),
-        production=providers.Singleton(PostgresInboxStore, database=postgres),
+        postgres=providers.Singleton(PostgresInboxStore, database=postgres),
     )
-    event_bus = providers.Selector(
+    event_bus = _by_broker(
         profile,
-        memory=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
-        embedded=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
-        production=providers.Singleton(
+        inprocess=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
+        rabbit=providers.Singleton(
             RabbitEventBus,
             url=settings.provided.broker.url,
             events_exchange=settings.provided.broker.events_exchange,
@@ -176,11 +182,10 @@ class Container(containers.DeclarativeContainer):
             instance_id=instance_id,
         ),
     )
-    dead_letters = providers.Selector(
+    dead_letters = _by_broker(
         profile,
-        memory=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
-        embedded=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
-        production=providers.Singleton(RabbitDeadLetters, bus=event_bus),
+        inprocess=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
+        rabbit=providers.Singleton(RabbitDeadLetters, bus=event_bus),
     )
     dead_letter_operations = providers.Factory(
         DeadLetterOperations, dead_letters=dead_letters, uow_factory=uow.provider
@@ -257,15 +262,14 @@ class Container(containers.DeclarativeContainer):
         max_concurrency=settings.provided.exchange.max_concurrency,
         prefetch=settings.provided.exchange.prefetch,
     )
-    send_job_queue = providers.Selector(
+    send_job_queue = _by_storage(
         profile,
         memory=providers.Factory(
             UnitOfWorkSendJobQueue,
             uow_factory=uow.provider,
             wake=providers.Factory(memory_job_wake, memory_database),
         ),
-        embedded=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
-        production=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
+        postgres=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
     )
     send_job_worker = providers.Factory(
         SendJobWorker,
@@ -278,11 +282,10 @@ class Container(containers.DeclarativeContainer):
     )
     # --- intake, rule sets, field encryption (issue 8) --------------------------------------
     captcha = providers.Singleton(captcha_from, settings)
-    rate_limiter = providers.Selector(
+    rate_limiter = _by_storage(
         profile,
         memory=providers.Singleton(MemoryRateLimiter, db=memory_database),
-        embedded=providers.Singleton(PostgresRateLimiter, database=postgres),
-        production=providers.Singleton(PostgresRateLimiter, database=postgres),
+        postgres=providers.Singleton(PostgresRateLimiter, database=postgres),
     )
     rule_cache = providers.Singleton(RuleSetCache)
     submit_referral = providers.Factory(
@@ -298,11 +301,10 @@ class Container(containers.DeclarativeContainer):
     list_rule_sets = providers.Factory(ListRuleSets)
     evaluate_rule_set = providers.Factory(EvaluateRuleSet, cache=rule_cache)
     evict_rule_cache = providers.Singleton(EvictOnInvalidation, cache=rule_cache, instance_id=instance_id)
-    encrypted_column_store = providers.Selector(
+    encrypted_column_store = _by_storage(
         profile,
         memory=providers.Singleton(MemoryEncryptedColumnStore, db=memory_database),
-        embedded=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
-        production=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
+        postgres=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
     )
     rotate_keys = providers.Factory(
         RotateKeys,

@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from craig.adapters.postgres import migrations
 from craig.entrypoints import metrics
+from craig.entrypoints.ages import seconds_since
 from craig.entrypoints.attachment_operations import attachment_backlog
 from craig.entrypoints.container import EMBEDDED_DATABASE, Container
 from craig.entrypoints.send_job_status import send_job_backlog
@@ -98,8 +99,7 @@ async def running(container: Container, *, schema: Schema | None = None) -> Asyn
     try:
         if listener is not None:
             await listener.start()
-        if schema != "ignore":  # `craig db` touches only the schema: it needs no object store
-            await start_object_store(container)
+        await start_object_store(container)
         if settings.profile is Profile.PRODUCTION:
             await _reach_broker(container)
         yield container
@@ -164,8 +164,7 @@ def metric_refreshers(container: Container) -> list[metrics.Refresher]:
     async def outbox() -> None:
         stats = await container.outbox_relay_store().stats()
         metrics.outbox_pending.set(stats.pending)
-        oldest = stats.oldest_pending_created_at
-        metrics.outbox_oldest_age.set((stats.now - oldest).total_seconds() if oldest else 0)
+        metrics.outbox_oldest_age.set(seconds_since(stats.now, stats.oldest_pending_created_at) or 0)
 
     async def dead_letters() -> None:
         metrics.dlx_messages.set(await container.dead_letters().count())

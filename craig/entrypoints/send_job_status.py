@@ -6,23 +6,16 @@ from typing import Any
 
 from craig.domain.exchange import JobStatus
 from craig.entrypoints import metrics
+from craig.entrypoints.ages import format_age, seconds_since
 from craig.entrypoints.container import Container
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    whole = max(0, int(seconds))
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m{whole % 60:02d}s"
 
 
 async def send_jobs_section(container: Container) -> dict[str, Any]:
     """Jobs by status, and how long the oldest due job has waited for a worker."""
     stats = await container.send_job_backlog()()
-    oldest = (stats.now - stats.oldest_due_at).total_seconds() if stats.oldest_due_at else None
     return {
         "jobs by status": {str(s): stats.by_status.get(str(s), 0) for s in JobStatus},
-        "oldest due job age": _age(oldest),
+        "oldest due job age": format_age(seconds_since(stats.now, stats.oldest_due_at)),
     }
 
 
@@ -33,7 +26,6 @@ def send_job_backlog(container: Container) -> metrics.Refresher:
         stats = await container.send_job_backlog()()
         for status in JobStatus:
             metrics.exchange_send_jobs.labels(str(status)).set(stats.by_status.get(str(status), 0))
-        oldest = stats.oldest_due_at
-        metrics.exchange_oldest_due_age.set((stats.now - oldest).total_seconds() if oldest else 0)
+        metrics.exchange_oldest_due_age.set(seconds_since(stats.now, stats.oldest_due_at) or 0)
 
     return refresh

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
+from craig.entrypoints.ages import format_age, seconds_since
 from craig.entrypoints.attachment_operations import attachments_section
 from craig.entrypoints.container import Container
 from craig.entrypoints.placement_status import placements_section
@@ -14,18 +14,11 @@ from craig.entrypoints.send_job_status import send_jobs_section
 Section = Callable[[Container], Awaitable[dict[str, Any]]]
 
 
-def _age(now: datetime, then: datetime | None) -> str:
-    if then is None:
-        return "-"
-    seconds = max(0, int((now - then).total_seconds()))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
-
-
 async def idempotency_section(container: Container) -> dict[str, Any]:
     stats = await container.idempotency_store().stats()
     return {
         "slots by status": stats.by_status or {},
-        "oldest processing slot age": _age(stats.now, stats.oldest_processing_started_at),
+        "oldest processing slot age": format_age(seconds_since(stats.now, stats.oldest_processing_started_at)),
     }
 
 
@@ -34,7 +27,7 @@ async def outbox_section(container: Container) -> dict[str, Any]:
     return {
         "pending events": stats.pending,
         "failing events (retrying)": stats.failing,
-        "oldest pending age": _age(stats.now, stats.oldest_pending_created_at),
+        "oldest pending age": format_age(seconds_since(stats.now, stats.oldest_pending_created_at)),
     }
 
 

@@ -118,7 +118,8 @@ class UploadAttachment:
         )
         async with self.uow:  # Phase 1
             await visible_contact(self.uow, principal, case_id, contact_id)
-            earlier = await self.uow.attachments.get(contact_id, draft.id)
+            # Only a retry (an id derived from the Idempotency-Key) can find an earlier attempt.
+            earlier = await self.uow.attachments.get(contact_id, draft.id) if attachment_id is not None else None
             if earlier is None:
                 attachment = await self.uow.attachments.add(draft)
                 await stage_event(self.uow, _uploaded_event(attachment, case_id, now))

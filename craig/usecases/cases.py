@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+import attrs
+
 from craig.domain.access import Principal, Role
 from craig.domain.cases import Case, can_see, new_case
 from craig.domain.errors import NotFound
@@ -102,7 +104,7 @@ class AssignWorker:
     async def __call__(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
         principal.require(Role.SUPERVISOR, Role.ADMIN)
         async with self.uow:
-            await visible_case(self.uow, principal, case_id)
+            case = await visible_case(self.uow, principal, case_id)
             assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub)
             if assigned:
                 await stage_event(
@@ -120,7 +122,6 @@ class AssignWorker:
                         now=self.clock.now(),
                     ),
                 )
-            case = await self.uow.cases.get(case_id)
+                case = attrs.evolve(case, assigned_workers=case.assigned_workers | {worker_sub})
             await self.uow.commit()
-        assert case is not None
         return case, assigned

@@ -42,5 +42,5 @@ async def stage_event(uow: UnitOfWork, envelope: EventEnvelope) -> None:
 
 
 async def stage_events(uow: UnitOfWork, envelopes: Sequence[EventEnvelope]) -> None:
-    """Several events, one statement, same guarantee as :func:`stage_event`."""
+    """Several events in one statement, in this order; same guarantee as :func:`stage_event`."""
     await uow.outbox.stage_many(envelopes)

@@ -37,7 +37,7 @@ from craig.ports.clock import Clock
 from craig.ports.errors import ConstraintViolation, TransientConflict
 from craig.ports.placements import ONE_ACTIVE_PLACEMENT_PER_CASE
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.events import new_event, stage_event
+from craig.usecases.events import new_event, stage_events
 from craig.usecases.ids import new_id
 from craig.usecases.transient_retry import RetryPolicy, retry_transient
 
@@ -47,8 +47,8 @@ EVENT_SOURCE = "craig-placements"
 
 
 async def _stage(uow: UnitOfWork, events: tuple[PlacementEvent, ...], now: datetime) -> None:
-    for event in events:
-        envelope = new_event(
+    envelopes = [
+        new_event(
             source=EVENT_SOURCE,
             type=event.type,
             aggregate_type=event.aggregate_type,
@@ -56,7 +56,9 @@ async def _stage(uow: UnitOfWork, events: tuple[PlacementEvent, ...], now: datet
             payload=event.payload,
             now=now,
         )
-        await stage_event(uow, envelope)
+        for event in events
+    ]
+    await stage_events(uow, envelopes)
 
 
 async def _write(uow: UnitOfWork, decision: PlacementDecision, *, new: bool, now: datetime) -> None:

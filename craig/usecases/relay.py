@@ -19,8 +19,7 @@ import attrs
 from craig.domain.outbox import publish_backoff
 from craig.ports.messaging import Publisher
 from craig.ports.outbox import OutboxRecord, OutboxRelayStore, PublishFailure
-
-MAX_ERROR_LENGTH = 2000
+from craig.usecases.inbox import describe
 
 
 @attrs.frozen
@@ -64,9 +63,7 @@ class OutboxRelay:
                             await self.publisher.publish(record.envelope)
                     except Exception as error:
                         delay = publish_backoff(record.attempts + 1, self.jitter())
-                        failures.append(
-                            PublishFailure(record.id, f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH], delay)
-                        )
+                        failures.append(PublishFailure(record.id, describe(error), delay))
                         return  # younger events of this aggregate wait for it
                     published.append(record)
 

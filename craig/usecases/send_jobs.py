@@ -223,11 +223,10 @@ class SendJobWorker:
             if not self._running or self._room() >= self.policy.claim_batch:
                 self._slot_freed.set()
 
-    async def dispatch(self, claim: Claim, claimed_at: float | None = None) -> str:
+    async def dispatch(self, claim: Claim, claimed_at: float) -> str:
         """Send one claimed job; returns the outcome's name. ``claimed_at`` (monotonic) is when
-        the claim's lease and rate-limit slot started; now when not given."""
+        the claim's lease and rate-limit slot started."""
         job, partner, slot = claim.job, claim.partner, claim.slot
-        claimed_at = time.monotonic() if claimed_at is None else claimed_at
         if partner is None:
             error = "the partner no longer exists"
             self._done(job, AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED))
@@ -310,18 +309,21 @@ class SendJobWorker:
         if decision.event_type:
             now = self._clock.now()
             event = outcome_event(job, decision, now)
-        if not self._outcomes:
-            self._waiting_since = time.monotonic()
-        self._outcomes.append(JobOutcome(job, decision, event))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
+        self._add_outcomes([JobOutcome(job, decision, event)], first=False)
 
     def _requeue(self, outcomes: Sequence[JobOutcome]) -> None:
+        """Outcomes a pass did not record (it failed, or found their rows busy): first in line."""
+        self._add_outcomes(outcomes, first=True)
+
+    def _add_outcomes(self, outcomes: Sequence[JobOutcome], *, first: bool) -> None:
         if not outcomes:
             return
         if not self._outcomes:
             self._waiting_since = time.monotonic()
-        self._outcomes[:0] = outcomes
+        if first:
+            self._outcomes[:0] = outcomes
+        else:
+            self._outcomes.extend(outcomes)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
 

@@ -168,6 +168,9 @@ async def test_upload_read_download_and_access(api: Api) -> None:
     assert content.status_code == 200 and content.content == PNG
     assert content.headers["content-type"] == "image/png"
     assert content.headers["x-content-type-options"] == "nosniff"
+    assert content.headers["content-length"] == str(len(PNG))
+    assert content.headers["cache-control"] == "private, no-store"
+    assert content.headers["content-security-policy"] == "default-src 'none'; sandbox"
     assert (
         content.headers["content-disposition"] == "attachment; filename=\"kuche.png\"; filename*=UTF-8''k%C3%BCche.png"
     )

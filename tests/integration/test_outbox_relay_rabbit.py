@@ -174,7 +174,7 @@ async def test_a_relay_killed_mid_batch_loses_nothing(pg_url: str, rabbit_url: s
         relay = OutboxRelay(PostgresOutboxRelayStore(database), bus, batch_size=100)
         while (await relay.drain_once()).claimed:
             pass
-        await _wait_for(received, len(staged))
+        await _wait_for(received, len(staged) + 20)
     finally:
         await bus.close()
         await connection.close()
@@ -182,6 +182,7 @@ async def test_a_relay_killed_mid_batch_loses_nothing(pg_url: str, rabbit_url: s
 
     delivered = {m["id"] for m in received}
     assert delivered == {str(e.id) for e in staged}  # nothing lost
-    assert len(received) >= len(staged)  # what the killed relay published is published again
+    # The killed relay's confirmed publishes (at least 20) were never marked: published again.
+    assert len(received) >= len(staged) + 20
     store_stats = await PostgresOutboxRelayStore(PostgresDatabase(pg_url)).stats()
     assert store_stats.pending == 0

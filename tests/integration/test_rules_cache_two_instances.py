@@ -46,7 +46,7 @@ async def instance(
         "postgres", tmp_path / name, pg_url, instance_id=name, outbox=OutboxSettings(poll_interval_seconds=0.1)
     )
     container = apps.make_container(settings)
-    container.event_bus.override(providers.Object(rabbit_bus(container, rabbit_url, names, instance=name)))
+    container.event_bus.override(providers.Object(rabbit_bus(rabbit_url, names, instance=name)))
     names.queues.append(f"{names.queue_prefix}.rules-cache.{name}")
     app = create_app(container, lifespans=[lambda _app: workers_running(container, loops=[relay_loop(container)])])
     async with live_server(app) as base, httpx.AsyncClient(base_url=base, timeout=30) as client:

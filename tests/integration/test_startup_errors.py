@@ -12,11 +12,12 @@ import pytest
 from dependency_injector import providers
 
 from craig.adapters.memory.object_store import MemoryObjectStore
+from craig.adapters.postgres import migrations
 from craig.entrypoints.container import build_container
 from craig.entrypoints.runtime import StartupError, running
 from craig.entrypoints.settings import BrokerSettings, DatabaseSettings, Profile
 from tests.support.apps import make_container, make_settings
-from tests.support.services import free_port
+from tests.support.services import free_port, scratch_database
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +61,23 @@ async def test_an_unreachable_broker_is_named(tmp_path: Path, pg_url: str) -> No
     with pytest.raises(StartupError, match=r"RabbitMQ.*CRAIG_BROKER__URL"):
         async with running(container):
             pass
+
+
+async def test_production_refuses_an_unmigrated_database_and_names_the_revision(
+    tmp_path: Path, pg_server_url: str
+) -> None:
+    with scratch_database(pg_server_url) as url:
+        settings = attrs.evolve(
+            make_settings("postgres", tmp_path, url),
+            profile=Profile.PRODUCTION,
+            database=DatabaseSettings(url=url),
+            broker=BrokerSettings(url=f"amqp://guest:guest@127.0.0.1:{free_port()}/"),
+        )
+        container = build_container(settings)
+        message = (
+            rf"schema is at revision none but this Craig needs {migrations.head_revision()}; run `craig db upgrade`"
+        )
+        with pytest.raises(StartupError, match=message):
+            async with running(container):
+                pass
+        await container.postgres().dispose()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +27,7 @@ from craig.entrypoints.settings import (
 )
 from craig.entrypoints.tokens import mint
 from tests.support.ciphers import FIELD_KEY
+from tests.support.services import free_port
 
 JWT_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 
@@ -62,12 +62,6 @@ def token(
 
 def auth(container: Container, **kw: Any) -> dict[str, str]:
     return {"Authorization": f"Bearer {token(container, **kw)}"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager

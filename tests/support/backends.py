@@ -24,7 +24,8 @@ from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQueue
+from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.entrypoints.container import LISTEN_CHANNELS
 from craig.ports.exchange import SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.ciphers import TEST_CIPHER
@@ -68,7 +69,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
 @asynccontextmanager
 async def postgres_backend(url: str) -> AsyncIterator[Backend]:
     db = PostgresDatabase(url, pool_size=20, max_overflow=100)
-    listener = PostgresListener(url, ("craig_outbox", "craig_idempotency", SEND_JOBS_CHANNEL))
+    listener = PostgresListener(url, LISTEN_CHANNELS)
     await listener.start()
     for _ in range(100):
         if listener.connected:

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import attrs
 import pytest
 from dependency_injector import providers
 
@@ -21,7 +20,7 @@ FAST_RETRIES = InboxSettings(backoff_base_seconds=0.05, backoff_cap_seconds=0.2)
 BUS_KINDS = ["memory", "postgres", "rabbit"]
 
 
-def rabbit_bus(container: Container, url: str, names: object, instance: str = "test") -> RabbitEventBus:
+def rabbit_bus(url: str, names: object, instance: str = "test") -> RabbitEventBus:
     return RabbitEventBus(
         url,
         events_exchange=names.events_exchange,  # type: ignore[attr-defined]
@@ -48,14 +47,10 @@ async def bus_container(
     container = make_container(settings)
     if kind == "rabbit":
         names = request.getfixturevalue("broker_names")
-        bus = rabbit_bus(container, request.getfixturevalue("rabbit_url"), names)
+        bus = rabbit_bus(request.getfixturevalue("rabbit_url"), names)
         container.event_bus.override(providers.Object(bus))
         container.dead_letters.override(providers.Object(RabbitDeadLetters(bus)))
         for suffix in ("dead-letters",):
             names.queues.append(f"{names.queue_prefix}.{suffix}")
     async with running(container):
         yield container
-
-
-def settings_with(container: Container, **changes: object) -> None:
-    container.settings.override(providers.Object(attrs.evolve(container.settings(), **changes)))

@@ -117,3 +117,18 @@ async def test_backlog_reports_pending_rows_on_the_database_clock(world: World) 
     await pending_row(world, "b.txt")
     (stats,) = (await scanner(world).backlog()).values()
     assert stats.pending == 2 and stats.now - stats.oldest_pending_created_at == timedelta(minutes=10)  # type: ignore[operator]
+
+
+async def test_a_full_batch_asks_for_another_pass_at_once_and_a_store_error_does_not(world: World) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        await pending_row(world, name)
+    world.clock.advance(GRACE * 2)
+    full = await scanner(world, batch_size=2).run_once()
+    assert full.more and full.missing == 2
+    rest = await scanner(world, batch_size=2).run_once()
+    assert not rest.more and rest.missing == 1
+    await pending_row(world, "d.txt")
+    await pending_row(world, "e.txt")
+    world.clock.advance(GRACE * 2)
+    world.store.available = False
+    assert not (await scanner(world, batch_size=2).run_once()).more

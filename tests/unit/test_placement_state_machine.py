@@ -95,7 +95,11 @@ class PlacementMachine(RuleBasedStateMachine):
         is_active = new.status is PlacementStatus.ACTIVE
         assert sum(decision.occupancy_deltas.values()) == int(is_active) - int(was_active)
         for changed in decision.homes:
-            assert changed.occupancy == self.homes[changed.id].occupancy + decision.occupancy_deltas[changed.id]
+            # Each changed home gains the place the placement now holds and loses the one it held.
+            gains = int(is_active and new.foster_home_id == changed.id)
+            loses = int(was_active and before is not None and before.foster_home_id == changed.id)
+            assert decision.occupancy_deltas[changed.id] == gains - loses != 0
+            assert changed.occupancy == self.homes[changed.id].occupancy + gains - loses
             self.homes[changed.id] = changed
         self.placements[new.id] = new
         return True

@@ -213,3 +213,23 @@ def test_validation_accepts_or_explains_anything(document: Any) -> None:
         parse_rules(document)
     except InvalidRuleSet as error:
         assert error.path.startswith("rules")
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    condition: dict[str, Any] = {"fact": "age", "op": "eq", "value": 1}
+    for _ in range(levels - 1):
+        condition = {"not": condition}
+    return condition
+
+
+def test_the_documented_limits_are_exact() -> None:
+    age = {"fact": "age", "op": "eq", "value": 1}
+    parse_rules([{"when": _nested(16), "then": "x"}])
+    with pytest.raises(InvalidRuleSet, match="nest at most 16 deep"):
+        parse_rules([{"when": _nested(17), "then": "x"}])
+    parse_rules([{"when": {"all": [age] * 1999}, "then": "x"}])  # 2000 conditions, the group included
+    with pytest.raises(InvalidRuleSet, match="at most 2000 conditions"):
+        parse_rules([{"when": {"all": [age] * 2000}, "then": "x"}])
+    parse_rules([{"when": {"fact": "age", "op": "in", "value": list(range(1000))}, "then": "x"}])
+    with pytest.raises(InvalidRuleSet, match="at most 1000 values"):
+        parse_rules([{"when": {"fact": "age", "op": "in", "value": list(range(1001))}, "then": "x"}])

@@ -123,9 +123,8 @@ def _info(record: InboxRecord) -> DeadLetterInfo:
 class InboxDeadLetters(DeadLetterQueue):
     """Dead letters of the in-process bus: inbox rows marked ``failed_at``."""
 
-    def __init__(self, inbox: InboxStore, wake: Callable[[str], None] | None = None) -> None:
+    def __init__(self, inbox: InboxStore) -> None:
         self.inbox = inbox
-        self.wake = wake
 
     async def peek(self, limit: int) -> list[DeadLetterInfo]:
         return [_info(record) for record in await self.inbox.dead_letters(limit)]
@@ -143,7 +142,5 @@ class InboxDeadLetters(DeadLetterQueue):
         letters = [_info(r) for r in await self.inbox.dead_letters(1_000_000 if wanted else limit)]
         chosen = [letter for letter in letters if wanted is None or letter.event_id in wanted][:limit]
         for letter in chosen:
-            await before_requeue(letter)  # resetting the row IS the requeue
-            if self.wake is not None:
-                self.wake(letter.consumer)
+            await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it
         return chosen

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 from sqlalchemy import text
@@ -17,6 +19,12 @@ def async_url(url: str) -> URL:
     """``postgresql://…`` (any driver) as a SQLAlchemy asyncpg URL."""
     parsed = make_url(url)
     return parsed.set(drivername="postgresql+asyncpg")
+
+
+def json_value(raw: object) -> Any:
+    """JSONB as asyncpg hands it over: a str (through ``text()`` or a raw connection), or already
+    decoded."""
+    return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
 def libpq_dsn(url: str) -> str:

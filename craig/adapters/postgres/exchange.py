@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -12,6 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
@@ -45,9 +45,9 @@ _ADD_PARTNER = text(
     """
 )
 _GET_PARTNER = text(f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = :id")
-_GET_PARTNERS = text(f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = ANY(:ids)").bindparams(
-    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True)))
-)
+#: Shared with the send-job worker's pass, which runs it on its own connection.
+GET_PARTNERS = f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = ANY(CAST(:ids AS uuid[]))"
+_GET_PARTNERS = text(GET_PARTNERS).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
 _LIST_PARTNERS = text(f"SELECT {_PARTNER_COLUMNS} FROM partners ORDER BY name, id LIMIT :limit OFFSET :offset")
 _COUNT_PARTNERS = text("SELECT count(*) FROM partners")
 
@@ -58,11 +58,6 @@ _ADD_TRANSACTION = text(
     """
 ).bindparams(bindparam("payload", type_=JSONB))
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
-
-
-def json_value(raw: object) -> Any:
-    """JSONB as asyncpg hands it over through ``text()``: a str, or already decoded."""
-    return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
 def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = "") -> Partner:

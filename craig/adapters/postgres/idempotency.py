@@ -172,8 +172,8 @@ class PostgresIdempotencyStore(IdempotencyStore):
 
     async def wait_for_change(self, cache_key: str, timeout: timedelta) -> None:
         if self.listener is None or not self.listener.connected:
-            # No LISTEN connection: the caller's polling is the fallback.
-            await asyncio.sleep(min(timeout.total_seconds(), 0.25))
+            # No LISTEN connection: the caller's polling (its timeout) is the fallback.
+            await asyncio.sleep(timeout.total_seconds())
             return
         await self.listener.wait(CHANNEL, cache_key, timeout)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
@@ -98,7 +98,7 @@ _PURGE = text(
 
 def _record(row: Mapping[str, Any]) -> InboxRecord:
     raw = row["envelope"]
-    envelope = EventEnvelope.from_json(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    envelope = EventEnvelope.from_json(json_value(raw)) if raw else None
     return InboxRecord(
         consumer=row["consumer"],
         event_id=row["event_id"],

@@ -32,10 +32,6 @@ def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
-def current(url: str) -> None:
-    command.current(alembic_config(url))
-
-
 def head_revision() -> str:
     """The newest revision this code knows."""
     from alembic.script import ScriptDirectory

@@ -29,7 +29,6 @@ class PostgresListener:
         self._waiters = Waiters()
         self._conn: asyncpg.Connection | None = None
         self._task: asyncio.Task[None] | None = None
-        self._connected = asyncio.Event()
 
     @property
     def connected(self) -> bool:
@@ -60,7 +59,6 @@ class PostgresListener:
                 for channel in self._channels:
                     await conn.add_listener(channel, self._on_notify)
                 self._conn = conn
-                self._connected.set()
                 self._waiters.notify_all()  # anything missed while disconnected
                 delay = 0.1
                 await lost.wait()
@@ -70,7 +68,6 @@ class PostgresListener:
                 log.warning("pg listener disconnected", error=str(error), retry_in=delay)
             finally:
                 self._conn = None
-                self._connected.clear()
             self._waiters.notify_all()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

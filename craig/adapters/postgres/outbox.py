@@ -9,7 +9,6 @@ batch, so several relays keep per-aggregate order.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -23,6 +22,7 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
@@ -127,7 +127,7 @@ _STATS = text(
 
 
 def _envelope(raw: object) -> EventEnvelope:
-    return EventEnvelope.from_json(json.loads(raw) if isinstance(raw, str) else raw)  # type: ignore[arg-type]
+    return EventEnvelope.from_json(json_value(raw))
 
 
 def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
@@ -189,7 +189,7 @@ class _PostgresBatch(OutboxBatch):
                     _MARK_FAILED,
                     {
                         "ids": [f.id for f in failures],
-                        "errors": [f.error[:2000] for f in failures],
+                        "errors": [f.error for f in failures],  # cut by the relay
                         "delays": [f.retry_in.total_seconds() for f in failures],
                     },
                 )

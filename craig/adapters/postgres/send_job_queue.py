@@ -9,7 +9,8 @@ that row for microseconds instead of for a transaction's round trips. Partners c
 short-lived cache of decrypted partners, loaded on the same connection when missing.
 
 The statement runs straight on one asyncpg connection the worker keeps (``raw.py``): through
-SQLAlchemy's pool, an empty pass cost 127 µs of Python instead of 51 µs.
+SQLAlchemy's pool, its checkout and greenlet hops cost more Python per pass than the pass's own
+work (measured with cProfile while developing).
 
 The statement's parts all see one snapshot: a job recorded here is still ``in_flight`` to the
 claim, which never takes one of the outcomes' jobs anyway. The worker recovers expired leases
@@ -36,7 +37,7 @@ from typing import Any
 from uuid import UUID
 
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.exchange import PARTNER_COLUMNS, partner_from_row
+from craig.adapters.postgres.exchange import GET_PARTNERS, partner_from_row
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import stage_params
 from craig.adapters.postgres.partner_rate_limit import RESERVE_CTES
@@ -59,7 +60,7 @@ from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
 
-_PARTNERS = RawStatement(f"SELECT {', '.join(PARTNER_COLUMNS)} FROM partners WHERE id = ANY(CAST(:ids AS uuid[]))")
+_PARTNERS = RawStatement(GET_PARTNERS)
 _PASS = RawStatement(
     f"""
     WITH present AS (
@@ -109,7 +110,7 @@ _PASS = RawStatement(
 #: statement prepared, and PostgreSQL soon switches it to a generic plan made from the table's
 #: statistics at that moment: made while the queue was small, such a plan may pick a sequential
 #: scan (or a bitmap scan and a sort of every due job), which turns each pass into O(queue).
-#: Measured: 1.7 ms per pass instead of 0.2 ms in the throughput benchmark. These settings,
+#: (Seen with auto_explain in the throughput benchmark while developing.) These settings,
 #: on this connection only, leave the planner the index paths it should always take.
 _PLANNER = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
 
@@ -151,11 +152,11 @@ class PostgresSendJobQueue(SendJobQueue):
     ) -> PassResult:
         if claim > 0:
             self._wake.clear()
-        with_events = [o for o in outcomes if o.event is not None]
+        events = [(o.job.id, o.event) for o in outcomes if o.event is not None]
         params: dict[str, Any] = {
             **record_params([(o.job, o.decision) for o in outcomes]),
-            **stage_params([o.event for o in with_events if o.event is not None], as_text=True),
-            "event_jobs": [o.job.id for o in with_events],
+            **stage_params([event for _, event in events], as_text=True),
+            "event_jobs": [job_id for job_id, _ in events],
             "exclude": [o.job.id for o in outcomes],
             "limit": claim,
             "lease": lease.total_seconds(),

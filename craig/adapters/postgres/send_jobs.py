@@ -18,8 +18,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, JSONB, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
-from craig.adapters.postgres.exchange import json_value
 from craig.domain import exchange as model
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.exchange import SendJobRepository, SendJobStats

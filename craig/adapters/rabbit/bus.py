@@ -91,13 +91,13 @@ class RabbitEventBus(EventBus):
     # --- lifecycle --------------------------------------------------------------------------
     async def connect(self, subscriptions: Sequence[Subscription]) -> None:
         try:
-            if not self._connected:
+            if not self._connected:  # once per connection, not on every call (metrics call it too)
                 await self.broker.connect()
+                await self.broker.declare_exchange(self.events)
+                await self.broker.declare_exchange(self.dlx)
+                dead = await self.broker.declare_queue(RabbitQueue(self.dead_letter_queue, durable=True))
+                await dead.bind(self.dlx.name, routing_key="#")
                 self._connected = True
-            await self.broker.declare_exchange(self.events)
-            await self.broker.declare_exchange(self.dlx)
-            dead = await self.broker.declare_queue(RabbitQueue(self.dead_letter_queue, durable=True))
-            await dead.bind(self.dlx.name, routing_key="#")
             for subscription in subscriptions:
                 if not subscription.broadcast:
                     await self._declare(subscription)
@@ -125,7 +125,7 @@ class RabbitEventBus(EventBus):
         return queue
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
-        await self.connect([s for s, _ in consumers])
+        await self.connect([])  # the queues are declared below, once each
         for subscription, delivery in consumers:
             queue = await self._declare(subscription)
             subscriber = self.broker.subscriber(

@@ -19,7 +19,6 @@ from aio_pika.abc import AbstractIncomingMessage
 from faststream.rabbit import RabbitQueue
 
 from craig.adapters.rabbit.bus import RabbitEventBus, _forwarded
-from craig.ports.errors import BrokerUnavailable
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
 
 #: Upper bound on letters read in one operation.
@@ -111,8 +110,6 @@ class RabbitDeadLetters(DeadLetterQueue):
                 await self.bus._send(message.body, queue=info.queue, message_id=message.message_id, headers=headers)
                 await message.ack()
                 done.append(info)
-        except BrokerUnavailable:
-            raise
         finally:
             for message in reversed(rest):
                 with contextlib.suppress(Exception):

@@ -73,7 +73,6 @@ def create_app(
     manage_runtime: bool = True,
     lifespans: Sequence[Lifespan] = (),
     extra_v1_routes: Sequence[Any] = (),
-    debug: bool = False,
 ) -> Litestar:
     """Build the app. ``manage_runtime`` starts/stops the profile's dependencies with the app;
     ``lifespans`` run inside that (the CLI passes the in-process workers)."""
@@ -140,7 +139,6 @@ def create_app(
             ),
         ),
         lifespan=[lifespan],
-        debug=debug,
         logging_config=None,
     )
     app.state.container = container

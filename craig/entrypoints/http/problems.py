@@ -15,6 +15,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
 from craig.ports.errors import ConstraintViolation, InvalidData, PortError, TransientConflict, Unavailable
 
@@ -66,36 +67,30 @@ def problem(
     headers: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Response[bytes]:
-    body: dict[str, Any] = {
-        "type": f"{TYPE_PREFIX}{code}",
-        "title": _TITLES.get(status, "Error"),
-        "status": status,
-        "detail": detail,
-    }
-    if instance:
-        body["instance"] = instance
-    body.update(extra or {})
+    extras = {"instance": instance} if instance else {}
     return Response(
-        content=msgspec.json.encode(body),
+        content=problem_bytes(status, code, detail, {**extras, **(extra or {})}),
         status_code=status,
         media_type=PROBLEM_JSON,
         headers=dict(headers or {}),
     )
 
 
-def problem_bytes(status: int, code: str, detail: str, **extra: Any) -> bytes:
-    """The body of a problem, for ASGI middleware that answers before the router."""
-    body = {
+def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] | None = None) -> bytes:
+    """The body of a problem (also for ASGI middleware that answers before the router)."""
+    body: dict[str, Any] = {
         "type": f"{TYPE_PREFIX}{code}",
         "title": _TITLES.get(status, "Error"),
         "status": status,
         "detail": detail,
     }
-    body.update(extra)
+    body.update(extra or {})
     return msgspec.json.encode(body)
 
 
 _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
+    (UploadTooLarge, 413),  # before InvalidInput, whose kinds they are
+    (UnsupportedUploadType, 415),
     (NotFound, 404),
     (Forbidden, 403),
     (Conflict, 409),

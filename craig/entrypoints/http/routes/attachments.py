@@ -13,13 +13,12 @@ from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
 
 from craig.domain.access import Principal
-from craig.domain.attachments import Attachment, UnsupportedUploadType, UploadTooLarge, content_disposition_attachment
+from craig.domain.attachments import Attachment, content_disposition_attachment
 from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
 from craig.domain.errors import InvalidInput
 from craig.domain.fingerprint import cache_key
 from craig.domain.pages import PageRequest
 from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
-from craig.entrypoints.http.problems import ProblemException
 from craig.entrypoints.http.routes.cases import CONTACT, page_json
 from craig.ports.object_store import Download
 
@@ -114,21 +113,16 @@ async def upload_attachment(
         body = await upload.read()
     finally:
         await upload.close()
-    try:
-        attachment = await container.upload_attachment(uow=uow)(
-            principal,
-            case_id,
-            contact_id,
-            file_name=upload.filename or "",
-            content_type=upload.content_type or "",
-            body=body,
-            attachment_type=attachment_type,
-            attachment_id=_retry_identity(request, principal),
-        )
-    except UploadTooLarge as error:
-        raise ProblemException(413, error.code, error.detail, extra=error.problem_extra) from error
-    except UnsupportedUploadType as error:
-        raise ProblemException(415, error.code, error.detail, extra=error.problem_extra) from error
+    attachment = await container.upload_attachment(uow=uow)(
+        principal,
+        case_id,
+        contact_id,
+        file_name=upload.filename or "",
+        content_type=upload.content_type or "",
+        body=body,
+        attachment_type=attachment_type,
+        attachment_id=_retry_identity(request, principal),
+    )
     location = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments/{attachment.id}"
     return Response(attachment_json(attachment), status_code=201, headers={"Location": location})
 
