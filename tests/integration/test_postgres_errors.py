@@ -75,3 +75,15 @@ async def test_an_unreachable_server_is_unavailable() -> None:
 
 async def test_a_bad_value_stays_invalid_data(database: PostgresDatabase) -> None:
     assert isinstance(await _error_of(database, "SELECT 'not a number'::int"), InvalidData)
+
+
+async def test_an_exhausted_pool_is_unavailable(pg_url: str) -> None:
+    database = PostgresDatabase(pg_url, pool_size=1, max_overflow=0)
+    database.engine.pool._timeout = 0.1  # type: ignore[attr-defined]  # no free connection: give up at once
+    try:
+        async with database.connect():
+            with pytest.raises(DatabaseUnavailable):
+                async with database.connect():
+                    pass
+    finally:
+        await database.dispose()
