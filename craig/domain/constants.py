@@ -165,3 +165,11 @@ CASE_FAMILY_NAME_MAX_LENGTH: Final = 200
 # --- Pagination -----------------------------------------------------------------------------
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 200
+
+# --- Bearer tokens from a JWKS ----------------------------------------------------------------
+#: The key set is fetched at most once per this interval, however many unknown ``kid``s arrive.
+JWKS_REFRESH_INTERVAL: Final = timedelta(seconds=60)
+#: The whole fetch (connect, headers, body) of the key set.
+JWKS_FETCH_TIMEOUT: Final = timedelta(seconds=5)
+#: A key set larger than this is refused (a real one holds a handful of keys in a few KiB).
+JWKS_MAX_BYTES: Final = 256 * 1024

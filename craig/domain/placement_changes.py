@@ -27,6 +27,7 @@ from craig.domain.placements import (
     FosterHome,
     Placement,
     PlacementStatus,
+    UnknownFosterHome,
     occupy,
     parse_end_reason,
     parse_status,
@@ -150,14 +151,22 @@ def _event(kind: str, placement: Placement, **extra: Any) -> PlacementEvent:
     return PlacementEvent(type=kind, aggregate_type="placement", aggregate_id=placement.id, payload=payload)
 
 
+def _locked(homes: Mapping[UUID, FosterHome], home_id: UUID) -> FosterHome:
+    """The locked home; :class:`UnknownFosterHome` (404) when the caller found none."""
+    home = homes.get(home_id)
+    if home is None:
+        raise UnknownFosterHome(home_id)
+    return home
+
+
 def _occupancy(homes: Mapping[UUID, FosterHome], leaving: UUID | None, entering: UUID | None) -> dict[UUID, FosterHome]:
     if leaving == entering:
         return {}
     changed = {}
     if leaving is not None:
-        changed[leaving] = vacate(homes[leaving])
+        changed[leaving] = vacate(_locked(homes, leaving))
     if entering is not None:
-        changed[entering] = occupy(homes[entering])
+        changed[entering] = occupy(_locked(homes, entering))
     return changed
 
 
@@ -203,7 +212,8 @@ def decide_change(
     current: Placement, patch: PlacementPatch, homes: Mapping[UUID, FosterHome], now: datetime
 ) -> PlacementDecision:
     """Apply ``patch`` to the locked ``current`` placement; ``homes`` holds the locked
-    :func:`homes_to_lock`. Raises 409 conflicts; a request that changes nothing yields no events."""
+    :func:`homes_to_lock`. Raises 409 conflicts, and :class:`UnknownFosterHome` (404) for a home
+    it needs that ``homes`` lacks; a request that changes nothing yields no events."""
     if patch.status is not None:
         validate_placement_transition(current.status, patch.status)
     elif current.status in TERMINAL_STATUSES:

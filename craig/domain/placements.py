@@ -22,7 +22,7 @@ from uuid import UUID
 import attrs
 
 from craig.domain.constants import FOSTER_HOME_NAME_MAX_LENGTH
-from craig.domain.errors import Conflict, InvalidInput
+from craig.domain.errors import Conflict, InvalidInput, NotFound
 
 
 class PlacementStatus(enum.StrEnum):
@@ -53,6 +53,22 @@ TRANSITIONS: Final[Mapping[PlacementStatus, frozenset[PlacementStatus]]] = Mappi
 #: Statuses a placement may be created in.
 INITIAL_STATUSES: Final = frozenset({PlacementStatus.PLANNED, PlacementStatus.ACTIVE})
 TERMINAL_STATUSES: Final = frozenset(s for s, targets in TRANSITIONS.items() if not targets)
+
+
+class UnknownFosterHome(NotFound, LookupError):
+    """No foster home has this id (404). A ``LookupError`` too: what the repositories raise."""
+
+    def __init__(self, home_id: UUID) -> None:
+        super().__init__("foster home", home_id)
+        self.problem_extra: dict[str, Any] = {"foster_home_id": str(home_id)}
+
+
+class UnknownPlacement(NotFound, LookupError):
+    """No placement has this id (404). A ``LookupError`` too: what the repositories raise."""
+
+    def __init__(self, placement_id: UUID) -> None:
+        super().__init__("placement", placement_id)
+        self.problem_extra: dict[str, Any] = {"placement_id": str(placement_id)}
 
 
 class InvalidPlacementTransition(Conflict):

@@ -32,6 +32,8 @@ from craig.domain.constants import (
     INBOX_BACKOFF_BASE,
     INBOX_BACKOFF_CAP,
     INBOX_RETENTION,
+    JWKS_FETCH_TIMEOUT,
+    JWKS_REFRESH_INTERVAL,
     OUTBOX_BATCH_SIZE,
     OUTBOX_POLL_INTERVAL,
     OUTBOX_RETENTION,
@@ -86,6 +88,13 @@ class HttpSettings:
 class AuthSettings:
     jwt_secret: str = _help("HS256 shared secret (>= 32 bytes in production). Embedded generates one.", "", repr=False)
     jwks_url: str = _help("JWKS URL for RS256/ES256 tokens (production). Disables HS256.", "")
+    jwks_refresh_seconds: float = _help(
+        "The JWKS is fetched at most this often: for an unknown `kid`, or (in the background) keys this old.",
+        JWKS_REFRESH_INTERVAL.total_seconds(),
+    )
+    jwks_fetch_timeout_seconds: float = _help(
+        "Longest one JWKS fetch may take; meanwhile the known keys keep working.", JWKS_FETCH_TIMEOUT.total_seconds()
+    )
     issuer: str = _help("Required `iss` claim.", "craig")
     audience: str = _help("Required `aud` claim.", "craig-api")
     leeway_seconds: int = _help("Clock skew tolerated on exp/nbf.", 30)
@@ -362,6 +371,17 @@ def _production_jwt(s: Settings) -> str | None:
             "CRAIG_AUTH__JWT_SECRET is shorter than 32 bytes, too weak for HS256 in production; "
             "use a longer random secret (e.g. `openssl rand -base64 48`) or CRAIG_AUTH__JWKS_URL"
         )
+    return None
+
+
+@rule
+def _jwks_timing(s: Settings) -> str | None:
+    for name, value in (
+        ("CRAIG_AUTH__JWKS_REFRESH_SECONDS", s.auth.jwks_refresh_seconds),
+        ("CRAIG_AUTH__JWKS_FETCH_TIMEOUT_SECONDS", s.auth.jwks_fetch_timeout_seconds),
+    ):
+        if value <= 0:
+            return f"{name} must be positive (got {value:g}); remove it to use the default"
     return None
 
 

@@ -3,44 +3,77 @@
 Only the algorithms the configuration allows are accepted: HS256 with the shared secret, or
 RS256/ES256 from a JWKS. ``alg: none`` and algorithm confusion (an HS256 token signed with a
 public key) are therefore rejected. Signature, ``exp``, ``nbf``, ``iss`` and ``aud`` are checked.
+
+Checking a token is synchronous and cheap (CPU only). With a JWKS, :meth:`TokenVerifier.authenticate`
+first lets the key set fetch an unknown ``kid`` (:mod:`craig.entrypoints.jwks`: rate-limited,
+shared, never holding up tokens whose key is known).
 """
 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 import jwt
 
 from craig.domain.access import Principal, Role
+from craig.entrypoints.jwks import ASYMMETRIC_ALGORITHMS, JwksKeySet
 from craig.entrypoints.settings import AuthSettings
-
-ASYMMETRIC_ALGORITHMS = ["RS256", "ES256"]
 
 
 class InvalidToken(Exception):
     """The token is missing, malformed, expired, or not ours. The message is safe to show."""
 
 
+def key_set_for(settings: AuthSettings) -> JwksKeySet | None:
+    if not settings.jwks_url:
+        return None
+    return JwksKeySet(
+        settings.jwks_url,
+        refresh_interval=timedelta(seconds=settings.jwks_refresh_seconds),
+        fetch_timeout=timedelta(seconds=settings.jwks_fetch_timeout_seconds),
+    )
+
+
 class TokenVerifier:
-    def __init__(self, settings: AuthSettings) -> None:
+    def __init__(self, settings: AuthSettings, key_set: JwksKeySet | None = None) -> None:
         self._settings = settings
-        self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True) if settings.jwks_url else None
+        self._jwks = key_set if key_set is not None else key_set_for(settings)
 
     @property
     def uses_jwks(self) -> bool:
         return self._jwks is not None
 
+    def start(self) -> None:
+        """With a JWKS, begin fetching it in the background (at startup)."""
+        if self._jwks is not None:
+            self._jwks.start()
+
+    async def aclose(self) -> None:
+        if self._jwks is not None:
+            await self._jwks.aclose()
+
+    async def authenticate(self, token: str) -> Principal:
+        """:meth:`verify`, after the key set had its chance to learn the token's ``kid``."""
+        if self._jwks is not None:
+            kid = self._asymmetric_kid(self._header(token))
+            await self._jwks.key_for(kid)
+        return self.verify(token)
+
     def verify(self, token: str) -> Principal:
+        """The token's principal, or :class:`InvalidToken`. Never does I/O: with a JWKS, only
+        the keys already fetched count."""
         options = {"require": ["exp", "iss", "aud", "sub"]}
+        header = self._header(token)
         try:
-            header = jwt.get_unverified_header(token)
             if self._jwks is not None:
-                if header.get("alg") not in ASYMMETRIC_ALGORITHMS:
-                    raise InvalidToken("token algorithm not allowed")
-                key: Any = self._jwks.get_signing_key_from_jwt(token).key
-                algorithms = ASYMMETRIC_ALGORITHMS
+                jwk = self._jwks.key(self._asymmetric_kid(header))
+                if jwk is None:
+                    raise InvalidToken("token signing key unknown")
+                key: Any = jwk.key
+                algorithms = [jwk.algorithm_name]  # the key's own algorithm: no confusion
             else:
                 if header.get("alg") != "HS256":
                     raise InvalidToken("token algorithm not allowed")
@@ -61,11 +94,25 @@ class TokenVerifier:
             raise InvalidToken("token expired") from None
         except jwt.ImmatureSignatureError:
             raise InvalidToken("token not yet valid") from None
-        except jwt.PyJWKClientError:
-            raise InvalidToken("token signing key unknown") from None
         except jwt.InvalidTokenError as error:
             raise InvalidToken(f"invalid token: {error}") from None
         return principal_from_claims(claims)
+
+    @staticmethod
+    def _header(token: str) -> dict[str, Any]:
+        try:
+            return jwt.get_unverified_header(token)
+        except jwt.InvalidTokenError as error:
+            raise InvalidToken(f"invalid token: {error}") from None
+
+    @staticmethod
+    def _asymmetric_kid(header: dict[str, Any]) -> str:
+        if header.get("alg") not in ASYMMETRIC_ALGORITHMS:
+            raise InvalidToken("token algorithm not allowed")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid:
+            raise InvalidToken("token has no `kid` header")
+        return kid
 
 
 def principal_from_claims(claims: dict[str, Any]) -> Principal:

@@ -35,6 +35,22 @@ class BrokerUnavailable(Unavailable):
         super().__init__("broker", detail)
 
 
+class Defect(PortError):
+    """The dependency refused the operation for a reason no retry can fix: a bug, or a schema or
+    permission that does not match this code (an undefined table or column, a syntax error).
+    Never retryable; the HTTP layer answers 500 with an incident id and logs the cause."""
+
+    def __init__(self, dependency: str, detail: str) -> None:
+        super().__init__(f"{dependency} refused the operation: {detail}")
+        self.dependency = dependency
+        self.detail = detail
+
+
+class DatabaseDefect(Defect):
+    def __init__(self, detail: str) -> None:
+        super().__init__("database", detail)
+
+
 class TransientConflict(PortError):
     """A serialization failure or deadlock: the whole transaction may simply be retried."""
 

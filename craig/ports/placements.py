@@ -71,7 +71,8 @@ class FosterHomeRepository(Protocol):
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
         """``occupancy += delta`` in one statement; returns the new home. Raises
         ``ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY)`` when the result would leave
-        ``0..capacity`` (nothing changes), ``LookupError`` for an unknown home."""
+        ``0..capacity`` (nothing changes), ``UnknownFosterHome`` (404, a ``LookupError``) for an
+        unknown home."""
         ...
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
@@ -104,7 +105,7 @@ class PlacementRepository(Protocol):
     async def update(self, placement: Placement) -> None:
         """Store status, home, end reason, ``ended_at`` and ``updated_at`` of a placement locked
         by this transaction. Raises ``ConstraintViolation`` like :meth:`add`, and
-        ``LookupError`` when the placement does not exist."""
+        ``UnknownPlacement`` (404, a ``LookupError``) when the placement does not exist."""
         ...
 
     async def count_active_in(self, home_id: UUID) -> int:

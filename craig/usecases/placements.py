@@ -1,6 +1,6 @@
-"""Use cases: foster homes and placements, with the seed's row-locked placement update.
+"""Use cases: foster homes and placements, with the row-locked placement update.
 
-One placement change is one transaction, in the seed's order: lock the placement
+One placement change is one transaction, in one order: lock the placement
 (``SELECT … FOR UPDATE``), then the homes it touches (ascending id), validate through the pure
 decision, update the placement, adjust occupancy, stage the events, commit. A deadlock or
 serialization failure reruns the whole transaction (:mod:`craig.usecases.transient_retry`).
@@ -32,7 +32,14 @@ from craig.domain.placement_changes import (
     foster_home_created,
     homes_to_lock,
 )
-from craig.domain.placements import FosterHome, Placement, PlacementStatus, new_foster_home
+from craig.domain.placements import (
+    FosterHome,
+    Placement,
+    PlacementStatus,
+    UnknownFosterHome,
+    UnknownPlacement,
+    new_foster_home,
+)
 from craig.ports.clock import Clock
 from craig.ports.errors import ConstraintViolation, TransientConflict
 from craig.ports.placements import ONE_ACTIVE_PLACEMENT_PER_CASE
@@ -62,7 +69,7 @@ async def _stage(uow: UnitOfWork, events: tuple[PlacementEvent, ...], now: datet
 
 
 async def _write(uow: UnitOfWork, decision: PlacementDecision, *, new: bool, now: datetime) -> None:
-    """Steps 3-5 of the seed's order: the placement, then occupancy, then the events."""
+    """Steps 3-5 of that order: the placement, then occupancy, then the events."""
     placement = decision.placement
     try:
         if new:
@@ -110,7 +117,7 @@ class GetFosterHome:
         async with self.uow:
             home = await self.uow.foster_homes.get(home_id)
         if home is None:
-            raise NotFound("foster home", home_id)
+            raise UnknownFosterHome(home_id)
         return home
 
 
@@ -157,7 +164,7 @@ class CreatePlacement:
                 takes_a_place = command.status is PlacementStatus.ACTIVE
                 home = await (homes.get_foster_home_for_update if takes_a_place else homes.get)(command.foster_home_id)
                 if home is None:
-                    raise NotFound("foster home", command.foster_home_id)
+                    raise UnknownFosterHome(command.foster_home_id)
             now = self.clock.now()
             decision = decide_new_placement(command, id=new_id(), created_by=principal.sub, home=home, now=now)
             await _write(self.uow, decision, new=True, now=now)
@@ -172,7 +179,7 @@ class GetPlacement:
         self.uow = uow
 
     async def __call__(self, principal: Principal, placement_id: UUID) -> Placement:
-        missing = NotFound("placement", placement_id)
+        missing = UnknownPlacement(placement_id)
         async with self.uow:
             placement = await self.uow.placements.get(placement_id)
             if placement is None:
@@ -199,7 +206,7 @@ class UpdatePlacement:
         )
 
     async def _attempt(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
-        missing = NotFound("placement", placement_id)
+        missing = UnknownPlacement(placement_id)
         async with self.uow:
             current = await self.uow.placements.get_placement_for_update(placement_id)
             if current is None:
@@ -209,7 +216,7 @@ class UpdatePlacement:
             homes = await self.uow.foster_homes.get_foster_homes_for_update(wanted)
             for home_id in wanted:
                 if home_id not in homes:
-                    raise NotFound("foster home", home_id)
+                    raise UnknownFosterHome(home_id)
             now = self.clock.now()
             decision = decide_change(current, patch, homes, now)
             if decision.changed:

@@ -11,8 +11,17 @@ import pytest
 from sqlalchemy import text
 
 from craig.domain.cases import new_case
+from craig.domain.errors import NotFound
 from craig.domain.pages import PageRequest
-from craig.domain.placements import EndReason, FosterHome, Placement, PlacementStatus, new_foster_home
+from craig.domain.placements import (
+    EndReason,
+    FosterHome,
+    Placement,
+    PlacementStatus,
+    UnknownFosterHome,
+    UnknownPlacement,
+    new_foster_home,
+)
 from craig.ports.errors import ConstraintViolation
 from craig.ports.placements import (
     OCCUPANCY_WITHIN_CAPACITY,
@@ -131,6 +140,23 @@ async def test_placements_roundtrip_and_update_changes_only_mutable_columns(back
         assert await uow.placements.get(uuid.uuid4()) is None
         with pytest.raises(LookupError):
             await uow.placements.update(a_placement(case_id, None, PlacementStatus.PLANNED))
+
+
+async def test_unknown_homes_and_placements_are_not_found_naming_the_id(backend: Backend) -> None:
+    """The domain's 404, so a missing row never reaches a client as a 500."""
+    uow = backend.uow()
+    case_id, unknown_home, unknown = (
+        await a_case(uow),
+        uuid.uuid4(),
+        a_placement(uuid.uuid4(), None, PlacementStatus.PLANNED),
+    )
+    async with uow:
+        with pytest.raises(UnknownFosterHome) as home:
+            await uow.foster_homes.adjust_occupancy(unknown_home, 1)
+        with pytest.raises(UnknownPlacement) as placement:
+            await uow.placements.update(attrs.evolve(unknown, case_id=case_id))
+    assert isinstance(home.value, NotFound) and home.value.ident == unknown_home
+    assert isinstance(placement.value, NotFound) and placement.value.ident == unknown.id
 
 
 async def test_a_case_has_at_most_one_active_placement(backend: Backend) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 import uuid
 from datetime import UTC, date, datetime
+from typing import Any
 
 import pytest
 
-from craig.domain.errors import Conflict, InvalidInput
+from craig.domain.errors import Conflict, InvalidInput, NotFound
 from craig.domain.placement_changes import (
     PLACEMENT_ACTIVATED,
     PLACEMENT_CREATED,
@@ -30,6 +31,7 @@ from craig.domain.placements import (
     OccupancyUnderflow,
     Placement,
     PlacementStatus,
+    UnknownFosterHome,
     new_foster_home,
     occupy,
     vacate,
@@ -201,3 +203,22 @@ def test_a_patch_that_changes_nothing_has_no_effect() -> None:
     patch = PlacementPatch.parse(status=None, end_reason=None, foster_home_id=h.id)
     decision = decide_change(current, patch, {h.id: h}, NOW)
     assert decision.placement == current and not decision.changed and decision.occupancy_deltas == {}
+
+
+@pytest.mark.parametrize(
+    ("status", "patch"),
+    [
+        (A, {"status": "ended", "end_reason": "moved"}),  # the home it leaves
+        (P, {"status": "active"}),  # the home it enters
+        (A, {"foster_home_id": uuid.UUID(int=7)}),  # both
+    ],
+)
+def test_a_home_the_decision_needs_but_was_not_given_is_not_found(
+    status: PlacementStatus, patch: dict[str, Any]
+) -> None:
+    current = placement(status, uuid.uuid4())
+    change = PlacementPatch.parse(**{"status": None, "end_reason": None, "foster_home_id": None, **patch})
+    with pytest.raises(UnknownFosterHome) as missing:
+        decide_change(current, change, {}, NOW)
+    assert isinstance(missing.value, NotFound) and missing.value.ident in homes_to_lock(current, change)
+    assert missing.value.problem_extra == {"foster_home_id": str(missing.value.ident)}

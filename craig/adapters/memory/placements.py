@@ -17,7 +17,7 @@ import attrs
 
 from craig.adapters.memory.cases import CASES
 from craig.domain.pages import Page, PageRequest
-from craig.domain.placements import FosterHome, Placement, PlacementStatus
+from craig.domain.placements import FosterHome, Placement, PlacementStatus, UnknownFosterHome, UnknownPlacement
 from craig.ports.errors import ConstraintViolation
 from craig.ports.placements import (
     OCCUPANCY_WITHIN_CAPACITY,
@@ -64,7 +64,7 @@ class MemoryFosterHomeRepository(FosterHomeRepository):
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
         home = await self.get(home_id)
         if home is None:
-            raise LookupError(f"foster home {home_id} does not exist")
+            raise UnknownFosterHome(home_id)
         occupancy = home.occupancy + delta
         if not 0 <= occupancy <= home.capacity:
             raise ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY, f"occupancy {occupancy} outside 0..{home.capacity}")
@@ -134,7 +134,7 @@ class MemoryPlacementRepository(PlacementRepository):
     async def update(self, placement: Placement) -> None:
         stored: Placement | None = self.uow.tx.get(PLACEMENTS, placement.id)
         if stored is None:
-            raise LookupError(f"placement {placement.id} does not exist")
+            raise UnknownPlacement(placement.id)
         self._check(placement)
         # Only the mutable columns change, as in the SQL UPDATE.
         self.uow.tx.put(

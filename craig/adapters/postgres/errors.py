@@ -1,8 +1,15 @@
-"""Translate SQLAlchemy / asyncpg errors into port errors (ARCHITECTURE rule 3)."""
+"""Translate SQLAlchemy / asyncpg errors into port errors (ARCHITECTURE rule 3).
+
+Only a failure of the connection or of the server's availability is :class:`DatabaseUnavailable`
+(a retryable 503). Everything the server refuses for a reason of its own that retrying cannot
+fix (an undefined table or column, a syntax error, a missing privilege, any class not listed
+here) is a :class:`DatabaseDefect`: a 500 with an incident id, never a 503 that clients would
+retry forever.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import asyncpg
@@ -10,6 +17,7 @@ from sqlalchemy import exc as sa_exc
 
 from craig.ports.errors import (
     ConstraintViolation,
+    DatabaseDefect,
     DatabaseUnavailable,
     InvalidData,
     PortError,
@@ -18,11 +26,36 @@ from craig.ports.errors import (
 
 _TRANSIENT_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 _CONSTRAINT_SQLSTATES = {"23505", "23514", "23503", "23P01", "23502"}
+#: connection exception, authentication (at connect), insufficient resources, operator
+#: intervention (shutdown, statement timeout), system error (I/O).
+_UNAVAILABLE_CLASSES = ("08", "28", "53", "57", "58")
+_UNAVAILABLE_SQLSTATES = {
+    "40003",  # statement_completion_unknown: the connection died during the commit
+    "55P03",  # lock_not_available: a lock wait timed out
+    "25006",  # read_only_sql_transaction: a standby, in the middle of a failover
+    "25P03",  # idle_in_transaction_session_timeout: the server closed the session
+    "3D000",  # invalid_catalog_name at connect: the database is being recreated or restored
+}
+#: Errors that carry no SQLSTATE yet mean the connection is gone or none could be had.
+_DISCONNECTS = (OSError, asyncpg.ConnectionDoesNotExistError, sa_exc.TimeoutError)
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The error, the DBAPI error SQLAlchemy wraps, and their causes."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen or len(seen) > 16:
+            continue
+        seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        pending += [orig if isinstance(orig, BaseException) else None, current.__cause__]
 
 
 def _sqlstate(error: BaseException) -> str | None:
-    orig = getattr(error, "orig", None)
-    for candidate in (orig, getattr(orig, "__cause__", None), error):
+    for candidate in _chain(error):
         code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
         if code:
             return str(code)
@@ -30,12 +63,21 @@ def _sqlstate(error: BaseException) -> str | None:
 
 
 def _constraint_name(error: BaseException) -> str:
-    orig = getattr(error, "orig", None)
-    for candidate in (getattr(orig, "__cause__", None), orig):
+    for candidate in _chain(error):
         name = getattr(candidate, "constraint_name", None)
         if name:
             return str(name)
     return "unknown"
+
+
+def is_unavailable(error: BaseException, code: str | None) -> bool:
+    """True when the error says the server cannot serve us right now (retry later)."""
+    if code is not None and (code in _UNAVAILABLE_SQLSTATES or code.startswith(_UNAVAILABLE_CLASSES)):
+        return True
+    return any(
+        isinstance(candidate, _DISCONNECTS) or getattr(candidate, "connection_invalidated", False)
+        for candidate in _chain(error)
+    )
 
 
 def translate(error: BaseException) -> PortError:
@@ -49,15 +91,20 @@ def translate(error: BaseException) -> PortError:
         return ConstraintViolation(_constraint_name(error), str(getattr(error, "orig", error)))
     if code is not None and code.startswith("22"):  # data exception: the value, not the server
         return InvalidData(str(getattr(error, "orig", error)))
-    return DatabaseUnavailable(f"{type(error).__name__}: {error}")
+    if is_unavailable(error, code):
+        return DatabaseUnavailable(f"{type(error).__name__}: {error}")
+    state = f" (SQLSTATE {code})" if code else ""
+    return DatabaseDefect(f"{type(error).__name__}{state}: {error}")
 
 
 TRANSLATED = (
     sa_exc.DBAPIError,
     sa_exc.InterfaceError,
     sa_exc.OperationalError,
+    sa_exc.TimeoutError,  # no pooled connection became free in time
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     OSError,
     ConnectionError,
 )

@@ -1,5 +1,5 @@
-"""PostgreSQL adapters of the foster-home and placement repositories (seed:
-``get_placement_for_update``, ``get_foster_home_for_update``, ``decrement_occupancy``).
+"""PostgreSQL adapters of the foster-home and placement repositories: row locks
+(``get_placement_for_update``, ``get_foster_home_for_update``) and occupancy in one statement.
 
 Homes are locked ``FOR NO KEY UPDATE``, the mode an ``UPDATE`` of the home takes anyway: it
 excludes every other writer of the home, yet unlike ``FOR UPDATE`` it does not conflict with the
@@ -17,7 +17,14 @@ from sqlalchemy import RowMapping, text
 
 from craig.adapters.postgres.errors import db_errors
 from craig.domain.pages import Page, PageRequest
-from craig.domain.placements import EndReason, FosterHome, Placement, PlacementStatus
+from craig.domain.placements import (
+    EndReason,
+    FosterHome,
+    Placement,
+    PlacementStatus,
+    UnknownFosterHome,
+    UnknownPlacement,
+)
 from craig.ports.placements import FosterHomeRepository, FosterHomeStats, PlacementRepository
 
 if TYPE_CHECKING:
@@ -153,7 +160,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
         home = await self._one(_ADJUST_OCCUPANCY, {"id": home_id, "delta": delta})
         if home is None:
-            raise LookupError(f"foster home {home_id} does not exist")
+            raise UnknownFosterHome(home_id)
         return home
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
@@ -196,7 +203,7 @@ class PostgresPlacementRepository(PlacementRepository):
         async with db_errors():
             row = (await self.uow.connection.execute(_UPDATE_PLACEMENT, _placement_params(placement))).first()
         if row is None:
-            raise LookupError(f"placement {placement.id} does not exist")
+            raise UnknownPlacement(placement.id)
 
     async def count_active_in(self, home_id: UUID) -> int:
         async with db_errors():

@@ -114,6 +114,8 @@ def create_app(
                 await stack.enter_async_context(runtime.running(container))
             for extra in lifespans:
                 await stack.enter_async_context(extra(app))
+            stack.push_async_callback(verifier.aclose)
+            verifier.start()
             yield
 
     app = Litestar(

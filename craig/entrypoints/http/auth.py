@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar.connection import ASGIConnection
@@ -17,7 +17,7 @@ from craig.entrypoints.tokens import InvalidToken, TokenVerifier
 class BearerAuthentication(AbstractAuthenticationMiddleware):
     """Sets ``request.user`` to the :class:`Principal`; 401 problem otherwise."""
 
-    def __init__(self, app: ASGIApp, verify: Callable[[str], Principal]) -> None:
+    def __init__(self, app: ASGIApp, verify: Callable[[str], Awaitable[Principal]]) -> None:
         super().__init__(app)
         self.verify = verify
 
@@ -27,18 +27,19 @@ class BearerAuthentication(AbstractAuthenticationMiddleware):
         if scheme.lower() != "bearer" or not token.strip():
             raise NotAuthorizedException("send `Authorization: Bearer <JWT>`")
         try:
-            principal = self.verify(token.strip())
+            principal = await self.verify(token.strip())
         except InvalidToken as error:
             raise NotAuthorizedException(str(error)) from None
         return AuthenticationResult(user=principal, auth=token)
 
 
 def bearer_middleware(verifier: TokenVerifier) -> Any:
-    """Litestar deep-copies middleware arguments; a JWKS client (locks, caches) cannot be copied,
-    so the middleware gets a plain function, which copies by reference."""
+    """Litestar deep-copies middleware arguments. The JWKS key set must be one per process (a
+    copy per route would fetch once per route and miss the keys fetched at startup), so the
+    middleware gets a plain function, which copies by reference (a bound method would not)."""
 
-    def verify(token: str) -> Principal:
-        return verifier.verify(token)
+    async def verify(token: str) -> Principal:
+        return await verifier.authenticate(token)
 
     return DefineMiddleware(BearerAuthentication, verify=verify)
 

@@ -2,10 +2,15 @@
 
 Entrypoints translate domain and port errors here (ARCHITECTURE rule 3); nothing else ever
 reaches the client: no HTML page, no traceback.
+
+Only an unavailable dependency is a retryable 503. Anything unexpected (an unhandled exception,
+a :class:`~craig.ports.errors.Defect`, any other port error) is a 500 ``internal-error`` whose
+body carries an ``incident`` id; the log line with the traceback carries the same id.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,6 +93,38 @@ def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] 
     return msgspec.json.encode(body)
 
 
+def internal_error(
+    request: Request[Any, Any, Any],
+    error: BaseException,
+    event: str,
+    *,
+    status: int = HTTP_500_INTERNAL_SERVER_ERROR,
+    headers: Mapping[str, str] | None = None,
+    **context: Any,
+) -> Response[bytes]:
+    """The 5xx for an unexpected ``error``: an incident id in the body and in the log line that
+    holds the traceback; nothing of the error itself reaches the client."""
+    incident = uuid.uuid4().hex
+    log.error(
+        event,
+        incident=incident,
+        status=status,
+        path=request.url.path,
+        method=request.method,
+        error_type=type(error).__name__,
+        exc_info=error,
+        **context,
+    )
+    return problem(
+        status,
+        "internal-error" if status == HTTP_500_INTERNAL_SERVER_ERROR else "http-error",
+        f"an internal error occurred; quote incident {incident} when you report it",
+        instance=request.url.path,
+        headers=headers,
+        extra={"incident": incident},
+    )
+
+
 _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
     (UploadTooLarge, 413),  # before InvalidInput, whose kinds they are
     (UnsupportedUploadType, 415),
@@ -125,8 +162,7 @@ def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
         )
     if isinstance(error, ConstraintViolation):
         return problem(409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})")
-    log.error("port error", error=str(error))
-    return problem(500, "internal-error", "an internal error occurred", instance=request.url.path)
+    return internal_error(request, error, "port error", dependency=getattr(error, "dependency", None))
 
 
 def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[bytes]:
@@ -153,23 +189,16 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
         415: "unsupported-media-type",
         429: "rate-limited",
     }.get(status, "http-error")
+    if status >= HTTP_500_INTERNAL_SERVER_ERROR:
+        return internal_error(request, error, "http error", status=status, headers=headers, detail=error.detail)
     detail = error.detail or _TITLES.get(status, "error")
     if status == 413:
         detail = "the request body is larger than this route accepts"
-    if status >= 500:
-        log.error("http error", status=status, detail=detail, exc_info=error)
-        detail = "an internal error occurred"
     return problem(status, code, detail, headers=headers, instance=request.url.path)
 
 
 def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[bytes]:
-    log.exception("unhandled error", path=request.url.path, error_type=type(error).__name__)
-    return problem(
-        HTTP_500_INTERNAL_SERVER_ERROR,
-        "internal-error",
-        "an internal error occurred",
-        instance=request.url.path,
-    )
+    return internal_error(request, error, "unhandled error")
 
 
 EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
