@@ -28,6 +28,7 @@ from craig.ports.exchange import (
     SendJobRepository,
     SendJobStats,
     TransactionRepository,
+    UnusablePartner,
 )
 
 if TYPE_CHECKING:
@@ -62,6 +63,18 @@ class MemoryPartnerRepository(PartnerRepository):
     async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
         found = (self.uow.tx.get(PARTNERS, ident) for ident in set(partner_ids))
         return {p.id: self._decrypted(p) for p in found if p is not None}
+
+    async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
+        loaded: dict[UUID, Partner | UnusablePartner] = {}
+        for ident in set(partner_ids):
+            stored: Partner | None = self.uow.tx.get(PARTNERS, ident)
+            if stored is None:
+                continue
+            try:
+                loaded[ident] = self._decrypted(stored)
+            except ValueError as error:
+                loaded[ident] = UnusablePartner.undecryptable(ident, error)
+        return loaded
 
     async def list(self, page: PageRequest) -> Page[Partner]:
         every = sorted(self.uow.tx.rows(PARTNERS), key=lambda p: (p.name, p.id))

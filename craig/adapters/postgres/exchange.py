@@ -17,7 +17,7 @@ from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
-from craig.ports.exchange import PartnerRepository, TransactionRepository
+from craig.ports.exchange import PartnerRepository, TransactionRepository, UnusablePartner
 
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
@@ -76,6 +76,14 @@ def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = 
     )
 
 
+def usable_partner_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> Partner | UnusablePartner:
+    """:func:`partner_from_row`, or an :class:`UnusablePartner` when its secret does not decrypt."""
+    try:
+        return partner_from_row(row, cipher)
+    except ValueError as error:
+        return UnusablePartner.undecryptable(row["id"], error)
+
+
 class PostgresPartnerRepository(PartnerRepository):
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self.uow = uow
@@ -111,6 +119,14 @@ class PostgresPartnerRepository(PartnerRepository):
         async with db_errors():
             rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
             partners = [self._partner(row) for row in rows]
+        return {p.id: p for p in partners}
+
+    async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
+        if not partner_ids:
+            return {}
+        async with db_errors():
+            rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+            partners = [usable_partner_from_row(row, self.uow.cipher) for row in rows]
         return {p.id: p for p in partners}
 
     async def list(self, page: PageRequest) -> Page[Partner]:

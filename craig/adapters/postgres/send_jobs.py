@@ -111,7 +111,8 @@ _DEFER = text(
 _RETRY_FAILED = text(
     f"""
     UPDATE exchange_send_jobs j
-       SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL,
+           lease_token = j.lease_token + 1
      WHERE j.id = :id AND j.status = 'failed'
     RETURNING {RETURNING}
     """
