@@ -238,8 +238,9 @@ class PartnerRateLimited(Unavailable):
 
 class PartnerGateway(Protocol):
     """HTTP to partner agencies: OAuth2 client credentials (tokens cached and refreshed
-    ``TOKEN_REFRESH_LEAD_TIME`` before expiry, one refresh at a time per partner; a 401 forces
-    one refresh and one retry), timeouts and connection limits from settings. Never called
+    ``TOKEN_REFRESH_LEAD_TIME`` before expiry, one refresh at a time per partner, and looked at
+    again once ``pace`` has returned, so a token that expired during the rate-limit wait is never
+    sent; a 401 forces one refresh and one retry), timeouts and connection limits from settings. Never called
     inside a database transaction."""
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
