@@ -49,6 +49,12 @@ INBOX_RETENTION: Final = timedelta(days=7)
 PURGE_BATCH_SIZE: Final = 1000
 CLEANUP_INTERVAL: Final = timedelta(minutes=1)
 
+# --- Operator views (`craig status`, `/metrics`) ------------------------------------------
+#: Rows that pile up with history (sent or failed send jobs, stored idempotency responses,
+#: processed or dead inbox rows) are counted exactly up to this many; above it the count is
+#: PostgreSQL's estimate, so a scrape costs the same however long the history grows.
+STATS_EXACT_COUNT_MAX_ROWS: Final = 10_000
+
 # --- Attachments (seed: AttachmentScanner) --------------------------------------------------
 ATTACHMENT_MAX_BYTES: Final = 25 * 1024 * 1024
 ATTACHMENT_SCAN_GRACE: Final = timedelta(hours=1)

@@ -121,7 +121,12 @@ class SendJobRepository(Protocol):
         not ``failed`` (or does not exist)."""
         ...
 
-    async def stats(self) -> SendJobStats: ...
+    async def stats(self) -> SendJobStats:
+        """Jobs by status (statuses without jobs left out) and the oldest due job. ``pending``
+        and ``in_flight`` are exact; ``sent`` and ``failed``, which pile up with history, are
+        exact up to ``STATS_EXACT_COUNT_MAX_ROWS`` and may be an estimate above it. The cost
+        must not grow with the history."""
+        ...
 
 
 # --- the worker's pass: record, claim, reserve in one atomic step ---------------------------
