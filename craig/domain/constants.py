@@ -48,6 +48,12 @@ INBOX_RETENTION: Final = timedelta(days=7)
 #: Rows deleted per statement by the cleanup worker, so purges never hold long locks.
 PURGE_BATCH_SIZE: Final = 1000
 CLEANUP_INTERVAL: Final = timedelta(minutes=1)
+#: Exchange transactions whose every job was sent longer ago than this are purged with their jobs.
+EXCHANGE_RETENTION: Final = timedelta(days=30)
+#: A broadcast consumer's inbox rows (``<consumer>@<instance>``) still unprocessed (or dead) after
+#: this long are purged: they belong to an instance that is gone (its id dies with its process),
+#: and an event that old means nothing to a per-instance cache anyway.
+INBOX_BROADCAST_RETENTION: Final = timedelta(days=1)
 
 # --- Operator views (`craig status`, `/metrics`) ------------------------------------------
 #: Rows that pile up with history (sent or failed send jobs, stored idempotency responses,

@@ -6,7 +6,7 @@ no other transaction can hold a row while this one runs.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -91,6 +91,28 @@ class MemoryTransactionRepository(TransactionRepository):
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
         return self.uow.tx.get(TRANSACTIONS, transaction_id)  # type: ignore[no-any-return]
+
+    async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
+        tx = self.uow.tx
+        cutoff = tx.db.now() - older_than
+        jobs: defaultdict[UUID, list[SendJob]] = defaultdict(list)
+        for job in tx.rows(JOBS):
+            jobs[job.transaction_id].append(job)
+
+        def old_sent(job: SendJob) -> bool:
+            return job.status is JobStatus.SENT and job.completed_at is not None and job.completed_at < cutoff
+
+        candidates = sorted(
+            (job for group in jobs.values() if all(old_sent(j) for j in group) for job in group),
+            key=lambda j: (j.completed_at, j.id),
+        )[:limit]
+        deleted = 0
+        for transaction_id in {job.transaction_id for job in candidates}:
+            for job in jobs[transaction_id]:
+                tx.delete(JOBS, job.id)
+                deleted += 1
+            tx.delete(TRANSACTIONS, transaction_id)
+        return deleted
 
 
 class MemorySendJobRepository(SendJobRepository):

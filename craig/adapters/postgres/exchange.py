@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -58,6 +59,31 @@ _ADD_TRANSACTION = text(
     """
 ).bindparams(bindparam("payload", type_=JSONB))
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
+# Oldest sent jobs first, through the partial index of sent jobs; each one's transaction is looked
+# at through the transaction index (a LATERAL per candidate, so the planner cannot hash the whole
+# table instead) and skipped while any of its jobs is not (yet) purgeable. The jobs go by
+# ``ON DELETE CASCADE``; the count is of the jobs the purged transactions had.
+_PURGE_DELIVERED = text(
+    """
+    WITH candidates AS (
+        SELECT j.transaction_id, t.jobs
+          FROM exchange_send_jobs j
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS jobs,
+                      count(*) FILTER (WHERE o.status <> 'sent'
+                                          OR o.completed_at >= now() - make_interval(secs => :age)) AS young
+                 FROM exchange_send_jobs o WHERE o.transaction_id = j.transaction_id) t
+         WHERE j.status = 'sent' AND j.completed_at < now() - make_interval(secs => :age) AND t.young = 0
+         ORDER BY j.completed_at
+         LIMIT :limit
+    ), doomed AS (
+        SELECT DISTINCT transaction_id AS id, jobs FROM candidates
+    ), purged AS (
+        DELETE FROM exchange_transactions WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id
+    )
+    SELECT coalesce(sum(jobs), 0) FROM doomed WHERE id IN (SELECT id FROM purged)
+    """
+)
 
 
 def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = "") -> Partner:
@@ -162,3 +188,8 @@ class PostgresTransactionRepository(TransactionRepository):
         return ExchangeTransaction(
             id=row["id"], payload=json_value(row["payload"]), created_by=row["created_by"], created_at=row["created_at"]
         )
+
+    async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
+        params = {"age": older_than.total_seconds(), "limit": limit}
+        async with db_errors():
+            return int((await self.uow.connection.execute(_PURGE_DELIVERED, params)).scalar_one())

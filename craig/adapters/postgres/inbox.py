@@ -99,6 +99,23 @@ _PURGE = text(
     """
 )
 
+# Unprocessed rows through the in-flight partial index, dead ones through the failed one; both
+# old, and only under a broadcast subscription's per-instance key.
+_BROADCAST = "EXISTS (SELECT 1 FROM unnest(:consumers) AS b(name) WHERE starts_with(consumer, b.name || '@'))"
+_PURGE_BROADCAST = text(
+    f"""
+    DELETE FROM event_inbox WHERE (consumer, event_id) IN (
+        (SELECT consumer, event_id FROM event_inbox
+          WHERE processed_at IS NULL AND failed_at IS NULL
+            AND received_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+          LIMIT :batch)
+        UNION ALL
+        (SELECT consumer, event_id FROM event_inbox
+          WHERE failed_at IS NOT NULL AND failed_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+          LIMIT :batch))
+    """
+).bindparams(bindparam("consumers", type_=ARRAY(TEXT)))
+
 
 def _record(row: Mapping[str, Any]) -> InboxRecord:
     raw = row["envelope"]
@@ -181,4 +198,12 @@ class PostgresInboxStore(InboxStore):
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
             result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
+            return int(result.rowcount or 0)
+
+    async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
+        if not consumers:
+            return 0
+        params = {"consumers": list(consumers), "age": older_than.total_seconds(), "batch": batch_size}
+        async with self.database.transaction() as conn:
+            result = await conn.execute(_PURGE_BROADCAST, params)
             return int(result.rowcount or 0)
