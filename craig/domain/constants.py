@@ -90,6 +90,9 @@ CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
+#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request), so a
+#: listing holds one page in memory, never the whole tree.
+OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
