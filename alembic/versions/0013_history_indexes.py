@@ -1,9 +1,10 @@
 """Partial indexes so that operator counts and retention purges never read a table whole
 
-``craig status`` and ``/metrics`` count rows that pile up with history (sent and failed send
-jobs, failed idempotency slots): each count walks a partial index of its state, in index order
-and with a limit, instead of grouping the whole table. The cleanup worker purges sent send jobs
-(with their transactions) oldest first through the same ``sent`` index.
+``craig status`` and ``/metrics`` count the failed send jobs and failed idempotency slots
+through partial indexes of those states, in index order and with a limit, instead of grouping
+the whole table. The cleanup worker purges delivered transactions oldest first through the index
+on their creation time. (Sent jobs get no index of their own: every delivery would pay for it on
+the worker's hot path; they are counted through the primary key.)
 
 Revision ID: 0013
 Revises: 0010
@@ -19,7 +20,7 @@ branch_labels = None
 depends_on = None
 
 INDEXES = {
-    "idx_exchange_send_jobs_sent": "exchange_send_jobs (completed_at) WHERE status = 'sent'",
+    "idx_exchange_transactions_created": "exchange_transactions (created_at)",
     "idx_exchange_send_jobs_failed": "exchange_send_jobs (completed_at) WHERE status = 'failed'",
     "idx_idempotency_responses_failed": "idempotency_responses (started_at) WHERE status = 'failed'",
 }

@@ -69,12 +69,11 @@ class TransactionRepository(Protocol):
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None: ...
 
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
-        """Retention: delete the transactions whose every job is ``sent`` with ``completed_at``
-        more than ``older_than`` ago (database clock), together with their jobs, taking the
-        oldest such sent jobs first, at most ``limit`` of them (and their transactions whole).
-        A transaction with a job in any other state (or sent more recently) stays, all its jobs
-        with it. Returns the number of jobs deleted; the cost is bounded by ``limit``, not by the
-        history."""
+        """Retention: delete up to ``limit`` transactions, oldest first, whose every job is
+        ``sent`` with ``completed_at`` more than ``older_than`` ago (database clock), together
+        with their jobs. A transaction with a job in any other state (or sent more recently)
+        stays, all its jobs with it. Returns the number of jobs deleted (at least the number of
+        transactions); the cost is bounded by ``limit``, not by the history."""
         ...
 
 

@@ -161,8 +161,8 @@ class SendJobBacklog:
 
 class PurgeDeliveredTransactions:
     """Retention, run by the cleanup worker: a transaction whose every job was sent more than
-    ``older_than`` ago is deleted with its jobs, at most ``batch_size`` jobs' worth at a time, in
-    its own short transaction. Anything not delivered (pending, in flight, failed) is kept, and
+    ``older_than`` ago is deleted with its jobs, at most ``batch_size`` transactions at a time
+    (oldest first), in its own short transaction. Anything not delivered (pending, in flight, failed) is kept, and
     so is the rest of its transaction."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:

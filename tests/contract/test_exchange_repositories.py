@@ -131,8 +131,8 @@ async def test_delivered_transactions_are_purged_after_their_retention_in_batche
             await uow.commit()
         return deleted
 
-    # Oldest first, whole transactions: each batch of two sent jobs is one transaction.
-    assert [await purge(2) for _ in range(4)] == [2, 2, 2, 0]
+    # Two transactions (of two jobs each) a batch, whole.
+    assert [await purge(2) for _ in range(3)] == [4, 2, 0]
     for transaction in delivered:
         assert await left(backend, transaction) == (False, [])
     assert await left(backend, with_failed) == (True, [JobStatus.SENT, JobStatus.FAILED])

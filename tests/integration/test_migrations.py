@@ -54,7 +54,7 @@ def test_0010_notifies_send_job_workers_on_insert_and_downgrades_cleanly(pg_serv
 def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url: str) -> None:
     indexes = (
         "SELECT indexname FROM pg_indexes WHERE indexname IN "
-        "('idx_exchange_send_jobs_sent', 'idx_exchange_send_jobs_failed', 'idx_idempotency_responses_failed')"
+        "('idx_exchange_transactions_created', 'idx_exchange_send_jobs_failed', 'idx_idempotency_responses_failed')"
     )
     with scratch_database(pg_server_url) as url:
         migrations.upgrade(url, "0013")

@@ -43,17 +43,21 @@ FILL = [
     """INSERT INTO partners (id, name, base_url, token_url, client_id, client_secret, send_path, records_path)
        VALUES ('00000000-0000-0000-0000-000000000001', 'p', 'http://127.0.0.1:9', 'http://127.0.0.1:9/t', 'c',
                'enc:v1:x:AAAA', '/t', '/r')""",
-    f"""INSERT INTO exchange_transactions (id, payload, created_by)
-        SELECT gen_random_uuid(), '{{}}', gen_random_uuid() FROM generate_series(1, {HISTORY + 75})""",
+    # Ids in creation order, as the application's UUIDv7 are; transaction n is n * 2 minutes old.
+    f"""INSERT INTO exchange_transactions (id, payload, created_by, created_at)
+        SELECT lpad(to_hex({HISTORY + 75} - n), 32, '0')::uuid, '{{}}', gen_random_uuid(),
+               now() - (n * 2 + 1 || ' minutes')::interval
+          FROM generate_series(1, {HISTORY + 75}) n""",
     """INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload, status, attempts,
                                        next_attempt_at, completed_at, lease_expires_at)
-       SELECT gen_random_uuid(), t.id, '00000000-0000-0000-0000-000000000001', gen_random_uuid(), '{}',
+       SELECT t.id, t.id, '00000000-0000-0000-0000-000000000001', gen_random_uuid(), '{}',
               s.status, 1, now() - interval '1 day', CASE WHEN s.status IN ('sent', 'failed')
-              THEN now() - (t.n * 2 || ' minutes')::interval END,
+              THEN t.created_at + interval '1 minute' END,
               CASE WHEN s.status = 'in_flight' THEN now() + interval '1 minute' END
-         FROM (SELECT id, row_number() OVER () AS n FROM exchange_transactions) t
+         FROM (SELECT id, created_at, row_number() OVER (ORDER BY created_at DESC) AS n FROM exchange_transactions) t
          JOIN LATERAL (SELECT CASE WHEN t.n <= 50 THEN 'failed' WHEN t.n <= 70 THEN 'pending'
-                                   WHEN t.n <= 75 THEN 'in_flight' ELSE 'sent' END AS status) s ON true""",
+                                   WHEN t.n <= 75 THEN 'in_flight' ELSE 'sent' END AS status) s ON true
+        ORDER BY t.created_at""",
     # idempotency: finished slots within their retention, a few in flight or failed
     f"""INSERT INTO idempotency_responses (cache_key, method, path, body_fingerprint, status_code, headers, status,
                                           started_at, finished_at)

@@ -99,20 +99,19 @@ class MemoryTransactionRepository(TransactionRepository):
         for job in tx.rows(JOBS):
             jobs[job.transaction_id].append(job)
 
-        def old_sent(job: SendJob) -> bool:
-            return job.status is JobStatus.SENT and job.completed_at is not None and job.completed_at < cutoff
+        def delivered(transaction: ExchangeTransaction) -> bool:
+            group = jobs[transaction.id]
+            return bool(group) and all(
+                j.status is JobStatus.SENT and j.completed_at is not None and j.completed_at < cutoff for j in group
+            )
 
-        candidates = sorted(
-            (job for group in jobs.values() if all(old_sent(j) for j in group) for job in group),
-            key=lambda j: (j.completed_at, j.id),
-        )[:limit]
-        deleted = 0
-        for transaction_id in {job.transaction_id for job in candidates}:
-            for job in jobs[transaction_id]:
+        old = (t for t in tx.rows(TRANSACTIONS) if t.created_at < cutoff and delivered(t))
+        doomed = sorted(old, key=lambda t: (t.created_at, t.id))[:limit]
+        for transaction in doomed:
+            for job in jobs[transaction.id]:
                 tx.delete(JOBS, job.id)
-                deleted += 1
-            tx.delete(TRANSACTIONS, transaction_id)
-        return deleted
+            tx.delete(TRANSACTIONS, transaction.id)
+        return sum(len(jobs[t.id]) for t in doomed)
 
 
 class MemorySendJobRepository(SendJobRepository):

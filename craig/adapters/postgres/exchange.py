@@ -59,25 +59,23 @@ _ADD_TRANSACTION = text(
     """
 ).bindparams(bindparam("payload", type_=JSONB))
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
-# Oldest sent jobs first, through the partial index of sent jobs; each one's transaction is looked
-# at through the transaction index (a LATERAL per candidate, so the planner cannot hash the whole
-# table instead) and skipped while any of its jobs is not (yet) purgeable. The jobs go by
-# ``ON DELETE CASCADE``; the count is of the jobs the purged transactions had.
+# Oldest transactions first, through the index on their creation time (a job completes after its
+# transaction was made); each one's jobs are looked at through the transaction index (a LATERAL
+# per candidate, so the planner cannot hash the whole table instead), and it is skipped while any
+# of them is not (yet) purgeable. The jobs go by ``ON DELETE CASCADE``.
 _PURGE_DELIVERED = text(
     """
-    WITH candidates AS (
-        SELECT j.transaction_id, t.jobs
-          FROM exchange_send_jobs j
+    WITH doomed AS (
+        SELECT t.id, j.jobs
+          FROM exchange_transactions t
          CROSS JOIN LATERAL (
                SELECT count(*) AS jobs,
                       count(*) FILTER (WHERE o.status <> 'sent'
                                           OR o.completed_at >= now() - make_interval(secs => :age)) AS young
-                 FROM exchange_send_jobs o WHERE o.transaction_id = j.transaction_id) t
-         WHERE j.status = 'sent' AND j.completed_at < now() - make_interval(secs => :age) AND t.young = 0
-         ORDER BY j.completed_at
+                 FROM exchange_send_jobs o WHERE o.transaction_id = t.id) j
+         WHERE t.created_at < now() - make_interval(secs => :age) AND j.young = 0 AND j.jobs > 0
+         ORDER BY t.created_at
          LIMIT :limit
-    ), doomed AS (
-        SELECT DISTINCT transaction_id AS id, jobs FROM candidates
     ), purged AS (
         DELETE FROM exchange_transactions WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id
     )
