@@ -15,6 +15,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from craig.domain.exchange import SendJob
+from craig.domain.partners import Partner
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 
@@ -93,12 +94,13 @@ class UnitOfWorkSendJobQueue(SendJobQueue):
                     await uow.outbox.stage_many(events)
             exclude = [o.job.id for o in outcomes]
             jobs = await uow.send_jobs.claim_due(claim, lease, exclude) if claim > 0 else []
-            partners = await uow.partners.get_many({j.partner_id for j in jobs}) if jobs else {}
+            partners = await uow.partners.load_for_sending({j.partner_id for j in jobs}) if jobs else {}
             claims: list[Claim] = []
             for partner_id, group in by_partner(jobs).items():
                 partner = partners.get(partner_id)
-                if partner is None:
-                    claims += [Claim(job, None) for job in group]
+                if not isinstance(partner, Partner):
+                    unusable = partner.reason if partner is not None else None
+                    claims += [Claim(job, None, unusable=unusable) for job in group]
                     continue
                 slots = await uow.partner_rate_limits.reserve(
                     partner_id, partner.effective_rate_limit_rpm, len(group), max_rate_wait

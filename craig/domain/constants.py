@@ -48,6 +48,18 @@ INBOX_RETENTION: Final = timedelta(days=7)
 #: Rows deleted per statement by the cleanup worker, so purges never hold long locks.
 PURGE_BATCH_SIZE: Final = 1000
 CLEANUP_INTERVAL: Final = timedelta(minutes=1)
+#: Exchange transactions whose every job was sent longer ago than this are purged with their jobs.
+EXCHANGE_RETENTION: Final = timedelta(days=30)
+#: A broadcast consumer's inbox rows (``<consumer>@<instance>``) still unprocessed (or dead) after
+#: this long are purged: they belong to an instance that is gone (its id dies with its process),
+#: and an event that old means nothing to a per-instance cache anyway.
+INBOX_BROADCAST_RETENTION: Final = timedelta(days=1)
+
+# --- Operator views (`craig status`, `/metrics`) ------------------------------------------
+#: Rows that pile up with history (sent or failed send jobs, stored idempotency responses,
+#: processed or dead inbox rows) are counted exactly up to this many; above it the count is
+#: PostgreSQL's estimate, so a scrape costs the same however long the history grows.
+STATS_EXACT_COUNT_MAX_ROWS: Final = 10_000
 
 # --- Attachments (seed: AttachmentScanner) --------------------------------------------------
 ATTACHMENT_MAX_BYTES: Final = 25 * 1024 * 1024
@@ -78,6 +90,9 @@ CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
+#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request), so a
+#: listing holds one page in memory, never the whole tree.
+OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60

@@ -70,8 +70,8 @@ class SendJob:
     created_at: datetime
     completed_at: datetime | None = None
     lease_expires_at: datetime | None = None
-    #: Fencing token: +1 on every claim, never reset, so a worker whose lease was taken over
-    #: cannot record an outcome over the new owner's.
+    #: Fencing token: +1 on every claim and every operator's retry, never reset, so a worker
+    #: whose lease was taken over (or whose job was retried since) cannot record its outcome.
     lease_token: int = 0
 
 
@@ -222,6 +222,15 @@ def deferred(job: SendJob, now: datetime, wait: timedelta) -> SendJob:
 
 
 def retried(job: SendJob, now: datetime) -> SendJob:
-    """An operator puts a failed job back in the queue with a fresh attempt budget."""
+    """An operator puts a failed job back in the queue with a fresh attempt budget. The lease
+    token moves on too, so a late outcome of an attempt from before the retry (a worker still
+    sending when its lease expired on the last attempt) is fenced off."""
     check_transition(job.status, JobStatus.PENDING, only_from=JobStatus.FAILED)
-    return attrs.evolve(job, status=JobStatus.PENDING, attempts=0, next_attempt_at=now, completed_at=None)
+    return attrs.evolve(
+        job,
+        status=JobStatus.PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        completed_at=None,
+        lease_token=job.lease_token + 1,
+    )

@@ -68,6 +68,7 @@ from craig.usecases.dead_letters import DeadLetterOperations
 from craig.usecases.exchange import (
     GetTransaction,
     ListPartners,
+    PurgeDeliveredTransactions,
     RegisterPartner,
     RetrySendJob,
     SendJobBacklog,
@@ -256,6 +257,7 @@ class Container(containers.DeclarativeContainer):
     get_exchange_transaction = providers.Factory(GetTransaction)
     retry_send_job = providers.Factory(RetrySendJob)
     send_job_backlog = providers.Factory(SendJobBacklog, uow=uow)
+    purge_delivered_transactions = providers.Factory(PurgeDeliveredTransactions, uow_factory=uow.provider)
     send_policy = providers.Factory(
         SendPolicy,
         lease=providers.Callable(lambda s: timedelta(seconds=s.exchange.lease_seconds), settings),

@@ -25,6 +25,7 @@ from craig.domain.constants import (
     ATTACHMENT_SCAN_GRACE,
     ATTACHMENT_SCAN_INTERVAL,
     ATTACHMENT_SCAN_MIN_GRACE,
+    EXCHANGE_RETENTION,
     IDEMPOTENCY_CLAIM_TTL,
     IDEMPOTENCY_LOSER_WAIT_CEILING,
     IDEMPOTENCY_MAX_STORED_BODY_BYTES,
@@ -174,6 +175,10 @@ class ExchangeSettings:
     max_concurrency: int = _help("Dispatches one worker runs at once.", SEND_MAX_CONCURRENCY)
     prefetch: int = _help("Jobs one worker claims ahead of its free dispatch slots (0: none).", SEND_MAX_CONCURRENCY)
     lease_seconds: float = _help("How long a claimed job is owned by its worker.", SEND_LEASE.total_seconds())
+    retention_days: float = _help(
+        "Transactions whose every job was sent longer ago than this are purged, jobs included.",
+        _days(EXCHANGE_RETENTION),
+    )
 
 
 @attrs.define
@@ -445,6 +450,7 @@ def _exchange_limits(s: Settings) -> str | None:
         ("CRAIG_EXCHANGE__READ_TIMEOUT_SECONDS", e.read_timeout_seconds),
         ("CRAIG_EXCHANGE__MAX_CONNECTIONS", e.max_connections),
         ("CRAIG_EXCHANGE__MAX_CONCURRENCY", e.max_concurrency),
+        ("CRAIG_EXCHANGE__RETENTION_DAYS", e.retention_days),
     ):
         if value <= 0:
             return f"{name} must be positive (got {value}); remove it to use the default"

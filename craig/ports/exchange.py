@@ -17,10 +17,28 @@ from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
 from craig.ports.errors import PortError, Unavailable
 
+#: The start of the ``last_error`` of a job whose partner's client secret cannot be decrypted.
+SECRET_UNDECRYPTABLE = "partner client secret cannot be decrypted"
+
+
+@attrs.frozen
+class UnusablePartner:
+    """A stored partner that cannot be used: its client secret does not decrypt (a tampered
+    value, or one under a key the key ring no longer holds). ``reason`` says so, in words fit
+    for a send job's ``last_error``."""
+
+    id: UUID
+    reason: str
+
+    @classmethod
+    def undecryptable(cls, partner_id: UUID, error: Exception) -> UnusablePartner:
+        return cls(partner_id, f"{SECRET_UNDECRYPTABLE}: {error}")
+
 
 class PartnerRepository(Protocol):
     """``uow.partners``. Runs in the unit of work's transaction. ``client_secret`` is encrypted
-    with ``uow.cipher`` on write and decrypted on read: it never lands in a table in clear."""
+    with ``uow.cipher`` on write and decrypted on read: it never lands in a table in clear; a
+    stored secret that does not decrypt makes the read raise ``ValueError``."""
 
     async def add(self, partner: Partner) -> bool:
         """Insert; False (nothing written) when a partner of that name exists."""
@@ -30,6 +48,12 @@ class PartnerRepository(Protocol):
 
     async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
         """The partners that exist among ``partner_ids``, by id."""
+        ...
+
+    async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
+        """As :meth:`get_many`, but a partner whose client secret cannot be decrypted comes back
+        as an :class:`UnusablePartner` instead of failing the call: one broken partner must not
+        stop the others' jobs."""
         ...
 
     async def list(self, page: PageRequest) -> Page[Partner]:
@@ -43,6 +67,14 @@ class TransactionRepository(Protocol):
     async def add(self, transaction: ExchangeTransaction) -> None: ...
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None: ...
+
+    async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
+        """Retention: delete up to ``limit`` transactions, oldest first, whose every job is
+        ``sent`` with ``completed_at`` more than ``older_than`` ago (database clock), together
+        with their jobs. A transaction with a job in any other state (or sent more recently)
+        stays, all its jobs with it. Returns the number of jobs deleted (at least the number of
+        transactions); the cost is bounded by ``limit``, not by the history."""
+        ...
 
 
 @attrs.frozen
@@ -92,11 +124,17 @@ class SendJobRepository(Protocol):
         ...
 
     async def retry_failed(self, job_id: UUID) -> SendJob | None:
-        """``failed`` -> ``pending``, due now, ``attempts`` back to 0. None when the job is not
-        ``failed`` (or does not exist)."""
+        """``failed`` -> ``pending``, due now, ``attempts`` back to 0, ``lease_token + 1`` (so no
+        outcome of an earlier attempt can be recorded over the new one). None when the job is
+        not ``failed`` (or does not exist)."""
         ...
 
-    async def stats(self) -> SendJobStats: ...
+    async def stats(self) -> SendJobStats:
+        """Jobs by status (statuses without jobs left out) and the oldest due job. ``pending``
+        and ``in_flight`` are exact; ``sent`` and ``failed``, which pile up with history, are
+        exact up to ``STATS_EXACT_COUNT_MAX_ROWS`` and may be an estimate above it. The cost
+        must not grow with the history."""
+        ...
 
 
 # --- the worker's pass: record, claim, reserve in one atomic step ---------------------------
@@ -114,12 +152,16 @@ class JobOutcome:
 
 @attrs.frozen
 class Claim:
-    """A claimed job with its partner (None if it no longer exists) and its rate-limit slot
-    (None exactly when the partner is None; a slot may be one not granted)."""
+    """A claimed job with its partner and its rate-limit slot (a slot may be one not granted).
+
+    ``partner`` is None when the job cannot be sent at all: its partner no longer exists, or
+    exists but is unusable, and then ``unusable`` says why (:class:`UnusablePartner`). ``slot``
+    is None exactly when ``partner`` is."""
 
     job: SendJob
     partner: Partner | None
     slot: Reservation | None = None
+    unusable: str | None = None
 
 
 @attrs.frozen
@@ -140,11 +182,13 @@ class SendJobQueue(Protocol):
        and stage the event of each outcome that was recorded;
     2. claim up to ``claim`` due jobs exactly as :meth:`SendJobRepository.claim_due`, never one
        of ``outcomes`` (not even one just recorded back to ``pending``);
-    3. load their partners and reserve their rate-limit slots as
+    3. load their partners (:meth:`PartnerRepository.load_for_sending`: an unusable partner's
+       claims carry its reason and no slot) and reserve their rate-limit slots as
        :meth:`PartnerRateLimits.reserve` does: one reservation per partner for all its claimed
        jobs, ``max_rate_wait`` ahead, in ascending key order.
 
-    ``claim=0`` only records. Adapters may do it in one statement (PostgreSQL) or compose the
+    ``claim=0`` only records. A pass never keeps jobs it claimed but cannot hand over: they are
+    not left to their leases. Adapters may do it in one statement (PostgreSQL) or compose the
     unit of work's repositories (memory); both pass the same contract suite."""
 
     async def run_pass(
@@ -207,8 +251,9 @@ class PartnerRateLimited(Unavailable):
 
 class PartnerGateway(Protocol):
     """HTTP to partner agencies: OAuth2 client credentials (tokens cached and refreshed
-    ``TOKEN_REFRESH_LEAD_TIME`` before expiry, one refresh at a time per partner; a 401 forces
-    one refresh and one retry), timeouts and connection limits from settings. Never called
+    ``TOKEN_REFRESH_LEAD_TIME`` before expiry, one refresh at a time per partner, and looked at
+    again once ``pace`` has returned, so a token that expired during the rate-limit wait is never
+    sent; a 401 forces one refresh and one retry), timeouts and connection limits from settings. Never called
     inside a database transaction."""
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:

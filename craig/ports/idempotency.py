@@ -65,7 +65,10 @@ class IdempotencyStore(Protocol):
         """Delete finished (and long-dead) slots started before ``now - older_than``; one batch."""
         ...
 
-    async def stats(self) -> IdempotencyStats: ...
+    async def stats(self) -> IdempotencyStats:
+        """Slots by status (statuses without slots left out). ``processing`` is exact; finished
+        slots are exact up to ``STATS_EXACT_COUNT_MAX_ROWS`` and may be an estimate above it."""
+        ...
 
 
 class IdempotencySlots(Protocol):

@@ -74,6 +74,18 @@ class InboxStore(Protocol):
         """Dead-lettered rows, in their original order."""
         ...
 
-    async def stats(self) -> InboxStats: ...
+    async def stats(self) -> InboxStats:
+        """``retrying`` is exact; ``dead`` and ``processed`` are exact up to
+        ``STATS_EXACT_COUNT_MAX_ROWS`` and may be an estimate above it."""
+        ...
 
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int: ...
+
+    async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
+        """Leftovers of instances that are gone: delete rows of the per-instance inbox keys of the
+        broadcast subscriptions named ``consumers`` (``<consumer>@<instance>``, see
+        ``Subscription.inbox_consumer``) that were received more than ``older_than`` ago and are
+        still unprocessed, or were dead-lettered more than ``older_than`` ago. Rows of other
+        consumers are never touched; processed rows go through :meth:`purge_processed`. At most
+        ``batch_size`` rows of each kind per call; returns how many were deleted."""
+        ...

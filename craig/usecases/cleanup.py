@@ -1,4 +1,5 @@
-"""Retention: purge expired idempotency slots, published outbox rows and processed inbox rows.
+"""Retention: purge expired idempotency slots, published outbox rows, processed inbox rows,
+broadcast inbox rows left by instances that are gone, and delivered exchange transactions.
 
 Each pass deletes at most one batch per table, so a purge never holds long locks; a full batch
 means there is more to do and the worker runs again at once.

@@ -7,7 +7,8 @@ be held by the HTTP idempotency layer; these use cases never know.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -156,3 +157,20 @@ class SendJobBacklog:
     async def __call__(self) -> SendJobStats:
         async with self.uow:
             return await self.uow.send_jobs.stats()
+
+
+class PurgeDeliveredTransactions:
+    """Retention, run by the cleanup worker: a transaction whose every job was sent more than
+    ``older_than`` ago is deleted with its jobs, at most ``batch_size`` transactions at a time
+    (oldest first), in its own short transaction. Anything not delivered (pending, in flight, failed) is kept, and
+    so is the rest of its transaction."""
+
+    def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:
+        self.uow_factory = uow_factory
+
+    async def __call__(self, older_than: timedelta, batch_size: int) -> int:
+        uow = self.uow_factory()
+        async with uow:
+            deleted = await uow.exchange_transactions.purge_delivered(older_than, batch_size)
+            await uow.commit()
+        return deleted

@@ -227,8 +227,8 @@ class SendJobWorker:
         """Send one claimed job; returns the outcome's name. ``claimed_at`` (monotonic) is when
         the claim's lease and rate-limit slot started."""
         job, partner, slot = claim.job, claim.partner, claim.slot
-        if partner is None:
-            error = "the partner no longer exists"
+        if partner is None:  # fails at once: no attempt could go better
+            error = claim.unusable or "the partner no longer exists"
             self._done(job, AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED))
             return "failed"
         if slot is None or not slot.granted:

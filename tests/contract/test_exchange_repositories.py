@@ -14,6 +14,8 @@ from sqlalchemy import text
 from craig.adapters.crypto.aesgcm import is_encrypted
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.exchange import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, AttemptDecision, JobStatus
+from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import PageRequest
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.backends import Backend
@@ -86,6 +88,57 @@ async def test_transactions_round_trip(backend: Backend) -> None:
         stored = await uow.exchange_transactions.get(transaction.id)
         assert await uow.exchange_transactions.get(uuid.uuid4()) is None
     assert stored == transaction
+
+
+SENT = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
+FAILED = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type=EXCHANGE_SEND_FAILED)
+LATER = AttemptDecision(JobStatus.PENDING, retry_in=timedelta(hours=1), error="partner answered 503")
+
+
+async def settled(backend: Backend, *decisions: AttemptDecision | None) -> ExchangeTransaction:
+    """A transaction with one job per decision, each claimed and then decided (None: left in flight)."""
+    partners = [await add_partner(backend) for _ in decisions]
+    transaction, jobs = await add_transaction(backend, [p.id for p in partners])
+    uow = backend.uow()
+    async with uow:
+        claimed = {job.id: job for job in await uow.send_jobs.claim_due(len(jobs), timedelta(minutes=5))}
+        assert set(claimed) == {job.id for job in jobs}
+        outcomes = [(claimed[job.id], d) for job, d in zip(jobs, decisions, strict=True) if d is not None]
+        await uow.send_jobs.record(outcomes)
+        await uow.commit()
+    return transaction
+
+
+async def left(backend: Backend, transaction: ExchangeTransaction) -> tuple[bool, list[JobStatus]]:
+    uow = backend.uow()
+    async with uow:
+        kept = await uow.exchange_transactions.get(transaction.id) is not None
+        return kept, [job.status for job in await uow.send_jobs.for_transaction(transaction.id)]
+
+
+async def test_delivered_transactions_are_purged_after_their_retention_in_batches(backend: Backend) -> None:
+    delivered = [await settled(backend, SENT, SENT) for _ in range(3)]
+    with_failed = await settled(backend, SENT, FAILED)
+    with_pending = await settled(backend, SENT, LATER)
+    with_in_flight = await settled(backend, SENT, None)
+    await backend.sleep(0.5)
+    recent = await settled(backend, SENT)
+
+    async def purge(limit: int) -> int:
+        uow = backend.uow()
+        async with uow:
+            deleted = await uow.exchange_transactions.purge_delivered(timedelta(seconds=0.4), limit)
+            await uow.commit()
+        return deleted
+
+    # Two transactions (of two jobs each) a batch, whole.
+    assert [await purge(2) for _ in range(3)] == [4, 2, 0]
+    for transaction in delivered:
+        assert await left(backend, transaction) == (False, [])
+    assert await left(backend, with_failed) == (True, [JobStatus.SENT, JobStatus.FAILED])
+    assert await left(backend, with_pending) == (True, [JobStatus.SENT, JobStatus.PENDING])
+    assert await left(backend, with_in_flight) == (True, [JobStatus.SENT, JobStatus.IN_FLIGHT])
+    assert await left(backend, recent) == (True, [JobStatus.SENT])
 
 
 async def reserve(backend: Backend, key: uuid.UUID, rate: int, count: int, max_wait: timedelta) -> list[Any]:

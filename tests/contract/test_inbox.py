@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import text
 
 from craig.domain.events import EventEnvelope
 from tests.support.backends import Backend
@@ -115,3 +116,60 @@ async def test_purge_processed_rows(backend: Backend) -> None:
         await uow.commit()
     await backend.sleep(0.3)
     assert await inbox(backend).purge_processed(timedelta(seconds=0.2), 100) == 1
+
+
+async def test_purge_broadcast_takes_only_old_leftovers_of_broadcast_keys(backend: Backend) -> None:
+    store = inbox(backend)
+    uow = backend.uow()
+
+    async def dead(consumer: str) -> EventEnvelope:
+        envelope = event()
+        async with uow:
+            await uow.inbox.begin_attempt(consumer, envelope, "q")
+            await uow.inbox.record_failure(consumer, envelope.id, "boom", retry_in=None)
+            await uow.commit()
+        return envelope
+
+    async def processed(consumer: str) -> EventEnvelope:
+        envelope = event()
+        async with uow:
+            await uow.inbox.begin_attempt(consumer, envelope, "q")
+            await uow.inbox.mark_processed(consumer, envelope.id)
+            await uow.commit()
+        return envelope
+
+    gone = [event(), event()]
+    for envelope in gone:
+        await store.enqueue("rules-cache@gone-instance", envelope, "q")  # never processed: the instance died
+    await dead("rules-cache@gone-instance")
+    kept = {
+        ("rules-cache@gone-instance", (await processed("rules-cache@gone-instance")).id),  # purge_processed's
+        ("placements", (await dead("placements")).id),  # not a broadcast consumer
+        ("rules-cache-v2@i", (await dead("rules-cache-v2@i")).id),  # another name that shares a prefix
+    }
+    for consumer in ("placements", "rules-cache-v2@i"):
+        envelope = event()
+        await store.enqueue(consumer, envelope, "q")
+        kept.add((consumer, envelope.id))
+    await backend.sleep(0.3)
+    young = event()
+    await store.enqueue("rules-cache@live-instance", young, "q")
+    kept.add(("rules-cache@live-instance", young.id))
+    young_dead = await dead("rules-cache@live-instance")
+    kept.add(("rules-cache@live-instance", young_dead.id))
+
+    assert await store.purge_broadcast(["rules-cache"], timedelta(seconds=0.2), 1) == 2  # one of each kind
+    assert await store.purge_broadcast(["rules-cache"], timedelta(seconds=0.2), 1) == 1
+    assert await store.purge_broadcast(["rules-cache"], timedelta(seconds=0.2), 1) == 0
+    assert await store.purge_broadcast([], timedelta(0), 10) == 0
+    assert await every_row(backend) == kept
+
+
+async def every_row(backend: Backend) -> set[tuple[str, uuid.UUID]]:
+    if backend.memory is not None:
+        async with backend.memory.transaction() as tx:
+            return {(r.consumer, r.event_id) for r in tx.rows("event_inbox")}
+    assert backend.postgres is not None
+    async with backend.postgres.transaction() as conn:
+        rows = await conn.execute(text("SELECT consumer, event_id FROM event_inbox"))
+        return {(consumer, event_id) for consumer, event_id in rows}

@@ -118,3 +118,30 @@ async def test_get_json_of_a_body_that_is_not_json(setup: Setup) -> None:
     with pytest.raises(UpstreamDeserializeError) as failed:
         await setup.gateway.get_json(setup.partner, "/records", {}, setup.pace)
     assert failed.value.code == "upstream_deserialize" and failed.value.path == "/records"
+
+
+async def test_a_token_that_expires_during_the_rate_limit_wait_is_not_sent(setup: Setup) -> None:
+    setup.fake.token_lifetime_seconds = 1.0  # refreshed at half its life
+    await setup.send()  # the token is fetched: fresh for another 0.5 s
+
+    async def long_wait() -> None:  # the rate-limit slot is further away than the token lives
+        setup.paced += 1
+        await asyncio.sleep(1.2)
+
+    result = await setup.gateway.send(setup.partner, Delivery(uuid.uuid4(), {"case": "c-1"}), long_wait)
+    assert classify(result) is Verdict.SENT
+    assert setup.fake.unauthorized == 0 and setup.fake.tokens_used_after_expiry() == []
+    assert len(setup.fake.tokens) == 2 and setup.paced == 2  # refreshed after the wait, no 401 retry
+
+
+async def test_a_token_that_comes_within_the_refresh_lead_during_the_wait_is_refreshed_first(setup: Setup) -> None:
+    setup.fake.token_lifetime_seconds = 3.0  # refreshed 1.5 s before it expires
+    await setup.send()
+    first = setup.fake.received[0].token
+
+    async def wait() -> None:  # ends with the token still valid, but inside its refresh lead
+        await asyncio.sleep(1.7)
+
+    await setup.gateway.send(setup.partner, Delivery(uuid.uuid4(), {"case": "c-1"}), wait)
+    assert setup.fake.received[-1].token != first and setup.fake.unauthorized == 0
+    assert setup.fake.tokens_used_after_expiry() == []

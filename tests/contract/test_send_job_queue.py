@@ -25,11 +25,11 @@ from craig.domain.exchange import (
     decide_lease_expired,
 )
 from craig.domain.partners import RATE_LIMIT_MAX_RPM
-from craig.ports.errors import Unavailable
-from craig.ports.exchange import JobOutcome, PassResult
+from craig.ports.errors import DatabaseUnavailable, Unavailable
+from craig.ports.exchange import SECRET_UNDECRYPTABLE, JobOutcome, PassResult
 from craig.usecases.send_policy import outcome_event
 from tests.support.backends import Backend
-from tests.support.exchange_data import a_partner, add_partner, add_transaction
+from tests.support.exchange_data import a_partner, add_partner, add_transaction, corrupt_secret
 
 pytestmark = pytest.mark.contract
 
@@ -239,3 +239,39 @@ async def test_a_pass_after_the_server_dropped_the_connection_reconnects(backend
         with contextlib.suppress(Unavailable):
             claimed += len((await run_pass(backend, claim=1)).claims)
     assert claimed == 1
+
+
+async def test_a_partner_whose_secret_cannot_be_decrypted_spoils_only_its_own_claims(backend: Backend) -> None:
+    good = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    bad = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    for _ in range(3):
+        await add_transaction(backend, [good.id, bad.id])
+    await corrupt_secret(backend, bad.id)
+    claims = (await run_pass(backend)).claims
+    assert len(claims) == 6
+    for claim in claims:
+        if claim.job.partner_id == good.id:
+            assert claim.partner == good and claim.slot is not None and claim.slot.granted
+            assert claim.unusable is None
+        else:
+            assert claim.partner is None and claim.slot is None
+            assert claim.unusable is not None and claim.unusable.startswith(f"{SECRET_UNDECRYPTABLE}: ")
+            assert "gone" in claim.unusable  # the cipher's own reason: the key id it does not hold
+
+
+async def test_claims_a_pass_cannot_hand_over_go_back_unsent(backend: Backend) -> None:
+    if backend.postgres is None:
+        pytest.skip("the memory pass is one transaction: a failure rolls its claims back with it")
+    jobs = await jobs_for(backend, 2)  # a partner's first pass makes its rate-limit row on the side
+
+    async def unreachable(*_args: object) -> object:
+        raise DatabaseUnavailable("connection lost")
+
+    queue = backend.send_job_queue
+    queue._first_reservation = unreachable  # type: ignore[attr-defined]
+    assert (await run_pass(backend)).claims == []
+    for job in jobs:
+        back = await get(backend, job)
+        assert back.status is JobStatus.PENDING and back.attempts == 0 and back.lease_expires_at is None
+    del queue._first_reservation  # type: ignore[attr-defined]
+    assert sorted(c.job.attempts for c in (await run_pass(backend)).claims) == [1, 1]

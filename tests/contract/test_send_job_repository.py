@@ -197,3 +197,28 @@ async def test_stats_count_by_status_and_age_the_oldest_due_job(backend: Backend
     assert stats.by_status == {"pending": 2, "sent": 1}
     assert stats.oldest_due_at is not None
     assert stats.now - stats.oldest_due_at >= timedelta(seconds=0.2)
+
+
+async def test_an_operators_retry_fences_off_the_late_outcome_of_an_earlier_attempt(backend: Backend) -> None:
+    [job] = await jobs_for(backend, 1)
+    [claimed] = await claim(backend, lease=timedelta(seconds=0.2))  # its worker is still sending ...
+    await backend.sleep(0.3)
+    uow = backend.uow()
+    async with uow:
+        [failed] = await uow.send_jobs.recover_expired(1, 10)  # ... when the lease ends its last attempt
+        await uow.commit()
+    assert failed.status is JobStatus.FAILED
+    uow = backend.uow()
+    async with uow:
+        retried = await uow.send_jobs.retry_failed(job.id)
+        await uow.commit()
+    assert retried is not None
+    retry = decide_after_attempt(1, PartnerAnswer(503), schedule=(timedelta(hours=1),))
+    assert await record(backend, [(claimed, retry)]) == []  # the old attempt's outcome arrives late
+    assert await record(backend, [(claimed, SENT)]) == []
+    assert retried.lease_token > claimed.lease_token
+    after = await get(backend, job)
+    assert after.status is JobStatus.PENDING and after.attempts == 0 and after.lease_token == retried.lease_token
+    [again] = await claim(backend)  # still due now (not pushed back an hour), for the new attempt
+    assert again.id == job.id and again.attempts == 1
+    assert (await record(backend, [(again, SENT)]))[0].status is JobStatus.SENT

@@ -29,11 +29,12 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.partners import Partner
+from craig.ports.exchange import SECRET_UNDECRYPTABLE
 from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
-from tests.support.backends import Backend, postgres_backend
+from tests.support.backends import Backend, memory_backend, postgres_backend
 from tests.support.ciphers import TEST_CIPHER
-from tests.support.exchange_data import a_partner, add_partner, add_transaction
+from tests.support.exchange_data import a_partner, add_partner, add_transaction, corrupt_secret
 from tests.support.fake_partner import CLIENT_ID, CLIENT_SECRET, FakePartner, serving_partner
 
 pytestmark = pytest.mark.integration
@@ -283,3 +284,53 @@ async def test_an_outcome_whose_row_is_held_is_recorded_once_the_row_is_free(env
     assert sent.status is JobStatus.SENT and sent.attempts == 1
     assert fake.delivered[str(job.correlation_id)] == 1
     assert await outbox(backend, "exchange.sent") == Counter({str(job.id): 1})
+
+
+@pytest.fixture(params=["memory", "postgres"])
+async def any_backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    if request.param == "memory":
+        async with memory_backend() as backend:
+            yield backend
+    else:
+        async with postgres_backend(request.getfixturevalue("pg_url")) as backend:
+            yield backend
+
+
+async def test_a_partner_whose_secret_cannot_be_decrypted_fails_only_its_own_jobs_at_once(
+    any_backend: Backend,
+) -> None:
+    backend = any_backend
+    async with serving_partner() as (fake, base):
+        good, bad = [
+            await add_partner(
+                backend, a_partner(base_url=base, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, rate_limit_rpm=6000)
+            )
+            for _ in range(2)
+        ]
+        made = [job for _ in range(6) for job in (await add_transaction(backend, [good.id, bad.id]))[1]]
+        await corrupt_secret(backend, bad.id)
+        gateway = HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=10, max_connections=20)
+        worker = SendJobWorker(
+            backend.uow,
+            backend.send_job_queue,
+            gateway,
+            backend.clock or SystemClock(),
+            SendPolicy(backoff=FAST, max_concurrency=4, prefetch=4),  # the lease stays 60 s
+        )
+        try:
+            # Well inside the 60 s lease: no job may wait for a lease to run out.
+            await run_until([worker], all_final(backend, [j.id for j in made]), timeout=20)
+        finally:
+            await worker.finish()
+            await gateway.aclose()
+        done = {j.id: j for j in await current(backend, [j.id for j in made])}
+        for job in made:
+            stored = done[job.id]
+            if job.partner_id == good.id:
+                assert stored.status is JobStatus.SENT and stored.attempts == 1
+            else:  # failed at its first claim, not after six leases ran out
+                assert stored.status is JobStatus.FAILED and stored.attempts == 1
+                assert stored.last_error is not None and stored.last_error.startswith(f"{SECRET_UNDECRYPTABLE}: ")
+        assert fake.delivered == Counter({str(j.correlation_id): 1 for j in made if j.partner_id == good.id})
+        bad_jobs = {str(j.id) for j in made if j.partner_id == bad.id}
+        assert await outbox(backend, "exchange.send_failed") == Counter(dict.fromkeys(bad_jobs, 1))

@@ -6,6 +6,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
+from sqlalchemy import text
+
+from craig.adapters.memory.exchange import PARTNERS
 from craig.domain.exchange import SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction, new_transaction
 from craig.domain.partners import Partner, new_partner
@@ -56,3 +60,23 @@ async def add_transaction(
         await uow.send_jobs.add_many(jobs)
         await uow.commit()
     return transaction, jobs
+
+
+#: A stored client secret no key of the test cipher opens (its key id is unknown).
+UNDECRYPTABLE_SECRET = "enc:v1:gone:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+
+async def corrupt_secret(backend: Backend, partner_id: uuid.UUID) -> None:
+    """Overwrite the partner's stored (encrypted) client secret with one that cannot be decrypted,
+    behind the repository's back: raw SQL on PostgreSQL, the raw table in memory."""
+    if backend.postgres is not None:
+        async with backend.postgres.engine.begin() as conn:
+            await conn.execute(
+                text("UPDATE partners SET client_secret = :secret WHERE id = :id"),
+                {"secret": UNDECRYPTABLE_SECRET, "id": partner_id},
+            )
+        return
+    assert backend.memory is not None
+    async with backend.memory.transaction() as tx:
+        stored = tx.get(PARTNERS, partner_id)
+        tx.put(PARTNERS, partner_id, attrs.evolve(stored, client_secret=UNDECRYPTABLE_SECRET))

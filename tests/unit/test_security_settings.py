@@ -163,3 +163,13 @@ def test_send_worker_settings_come_from_the_environment_and_bad_ones_are_refused
     with pytest.raises(SettingsError) as raised:
         load_settings({"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__MAX_CONCURRENCY": "0"})
     assert str(raised.value).startswith("CRAIG_EXCHANGE__MAX_CONCURRENCY must be positive (got 0)")
+
+
+def test_the_exchange_retention_comes_from_the_environment_and_must_be_positive() -> None:
+    assert load_settings({"CRAIG_PROFILE": "memory"}).exchange.retention_days == 30
+    assert (
+        load_settings({"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__RETENTION_DAYS": "90"}).exchange.retention_days == 90
+    )
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"CRAIG_PROFILE": "memory", "CRAIG_EXCHANGE__RETENTION_DAYS": "0"})
+    assert str(raised.value).startswith("CRAIG_EXCHANGE__RETENTION_DAYS must be positive (got 0")

@@ -89,6 +89,7 @@ class SendJobMachine(RuleBasedStateMachine):
             return
         self.job = model.retried(self.job, self.now)
         assert self.job.attempts == 0 and self.job.next_attempt_at == self.now
+        assert self.job.lease_token > self.tokens[-1]  # every earlier claim is fenced off
 
     @invariant()
     def sent_is_final(self) -> None:

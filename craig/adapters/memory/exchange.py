@@ -6,7 +6,7 @@ no other transaction can hold a row while this one runs.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -28,6 +28,7 @@ from craig.ports.exchange import (
     SendJobRepository,
     SendJobStats,
     TransactionRepository,
+    UnusablePartner,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,18 @@ class MemoryPartnerRepository(PartnerRepository):
         found = (self.uow.tx.get(PARTNERS, ident) for ident in set(partner_ids))
         return {p.id: self._decrypted(p) for p in found if p is not None}
 
+    async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
+        loaded: dict[UUID, Partner | UnusablePartner] = {}
+        for ident in set(partner_ids):
+            stored: Partner | None = self.uow.tx.get(PARTNERS, ident)
+            if stored is None:
+                continue
+            try:
+                loaded[ident] = self._decrypted(stored)
+            except ValueError as error:
+                loaded[ident] = UnusablePartner.undecryptable(ident, error)
+        return loaded
+
     async def list(self, page: PageRequest) -> Page[Partner]:
         every = sorted(self.uow.tx.rows(PARTNERS), key=lambda p: (p.name, p.id))
         chosen = every[page.offset : page.offset + page.per_page]
@@ -78,6 +91,27 @@ class MemoryTransactionRepository(TransactionRepository):
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
         return self.uow.tx.get(TRANSACTIONS, transaction_id)  # type: ignore[no-any-return]
+
+    async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
+        tx = self.uow.tx
+        cutoff = tx.db.now() - older_than
+        jobs: defaultdict[UUID, list[SendJob]] = defaultdict(list)
+        for job in tx.rows(JOBS):
+            jobs[job.transaction_id].append(job)
+
+        def delivered(transaction: ExchangeTransaction) -> bool:
+            group = jobs[transaction.id]
+            return bool(group) and all(
+                j.status is JobStatus.SENT and j.completed_at is not None and j.completed_at < cutoff for j in group
+            )
+
+        old = (t for t in tx.rows(TRANSACTIONS) if t.created_at < cutoff and delivered(t))
+        doomed = sorted(old, key=lambda t: (t.created_at, t.id))[:limit]
+        for transaction in doomed:
+            for job in jobs[transaction.id]:
+                tx.delete(JOBS, job.id)
+            tx.delete(TRANSACTIONS, transaction.id)
+        return sum(len(jobs[t.id]) for t in doomed)
 
 
 class MemorySendJobRepository(SendJobRepository):

@@ -166,3 +166,17 @@ class MemoryInboxStore(InboxStore):
             for key in doomed:
                 tx.delete(TABLE, key)
             return len(doomed)
+
+    async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
+        prefixes = tuple(f"{name}@" for name in consumers)
+        async with self.db.transaction() as tx:
+            cutoff = self.db.now() - older_than
+            rows: list[InboxRow] = sorted(
+                tx.select(TABLE, lambda r: bool(prefixes) and r.consumer.startswith(prefixes)), key=lambda r: r.sequence
+            )
+            unprocessed = [r for r in rows if r.processed_at is None and r.failed_at is None and r.received_at < cutoff]
+            dead = [r for r in rows if r.failed_at is not None and r.failed_at < cutoff]
+            doomed = unprocessed[:batch_size] + dead[:batch_size]
+            for row in doomed:
+                tx.delete(TABLE, (row.consumer, row.event_id))
+            return len(doomed)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from craig.domain.constants import OBJECT_STORE_LIST_PAGE_KEYS
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
 
@@ -56,8 +57,9 @@ class _FileChunks:
 
 
 class FilesystemObjectStore(ObjectStore):
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, list_page_keys: int = OBJECT_STORE_LIST_PAGE_KEYS) -> None:
         self.root = Path(root)
+        self._list_page_keys = list_page_keys
         self._data = self.root / "data"
         self._incoming = self.root / "incoming"
 
@@ -142,25 +144,59 @@ class FilesystemObjectStore(ObjectStore):
             parent = parent.parent
 
     async def list(self, prefix: str, start_after: str | None = None) -> AsyncGenerator[StoredObject, None]:
-        for stored in await _io(self._list, prefix, start_after):
-            yield stored
+        """Page by page, as S3 lists: each page is read when the previous one is used up, and
+        resumes after its last key, so objects put or deleted meanwhile show as they would there."""
+        marker = start_after
+        while True:
+            page = await _io(self._page, prefix, marker, self._list_page_keys)
+            for stored in page:
+                yield stored
+            if len(page) < self._list_page_keys:
+                return
+            marker = page[-1].key
 
-    def _list(self, prefix: str, start_after: str | None) -> builtins.list[StoredObject]:
-        base = self._data.joinpath(*prefix.split("/")[:-1])
+    def _page(self, prefix: str, start_after: str | None, limit: int) -> builtins.list[StoredObject]:
+        """Up to ``limit`` objects under ``prefix`` after ``start_after``, in key order: a walk of
+        the directories in the order their keys sort, skipping every subtree that lies wholly at
+        or before the marker, and stopping as soon as the page is full."""
+        parents = prefix.split("/")[:-1]
         found: builtins.list[StoredObject] = []
-        for directory, _, files in os.walk(base):
-            for name in files:
-                path = Path(directory, name)
-                key = path.relative_to(self._data).as_posix()
+
+        def walk(directory: Path, key_prefix: str) -> bool:
+            """False once the page is full."""
+            try:
+                with os.scandir(directory) as scan:
+                    entries = [(entry, _is_directory(entry)) for entry in scan]
+            except (FileNotFoundError, NotADirectoryError):
+                return True
+            # A directory's keys all start with "<name>/": sorting on that orders them among files.
+            named = sorted(
+                ((key_prefix + entry.name + ("/" if is_dir else ""), entry, is_dir) for entry, is_dir in entries),
+                key=lambda named_entry: named_entry[0],
+            )
+            for key, entry, is_dir in named:
+                if is_dir is None:
+                    continue
+                if is_dir:
+                    wanted = key.startswith(prefix) or prefix.startswith(key)
+                    passed = start_after is not None and key <= start_after and not start_after.startswith(key)
+                    if wanted and not passed and not walk(Path(entry.path), key):
+                        return False
+                    continue
                 if not key.startswith(prefix) or (start_after is not None and key <= start_after):
                     continue
                 try:
-                    stat = path.stat()
+                    stat = entry.stat()
                 except FileNotFoundError:
                     continue
                 modified = datetime.fromtimestamp(stat.st_mtime, UTC)
                 found.append(StoredObject(key=key, size=stat.st_size, last_modified=modified))
-        return sorted(found, key=lambda stored: stored.key)
+                if len(found) >= limit:
+                    return False
+            return True
+
+        walk(self._data.joinpath(*parents), "".join(f"{part}/" for part in parents))
+        return found
 
     def _check_root(self) -> None:
         if not self._data.is_dir() or not os.access(self._data, os.W_OK):
@@ -171,6 +207,14 @@ class FilesystemObjectStore(ObjectStore):
 
     def __repr__(self) -> str:
         return f"FilesystemObjectStore({str(self.root)!r})"
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool | None:
+    """None for an entry that vanished while it was listed."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except FileNotFoundError:
+        return None
 
 
 def _fsync_directory(directory: Path) -> None:

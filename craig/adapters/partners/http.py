@@ -99,13 +99,19 @@ class HttpPartnerGateway(PartnerGateway):
         return TokenGrant(token, timedelta(seconds=expires_in))
 
     async def _authorized(self, partner: Partner, pace: Pace, request: Callable[[str], Any]) -> httpx.Response:
-        """One request with the cached token; on 401, one refresh and one retry."""
-        token = await self.tokens.token(partner)
+        """One request with the cached token; on 401, one refresh and one retry.
+
+        The token is fetched before the rate-limit wait, so the wait hides a refresh, and looked
+        at again when the wait is over: a token that expired (or came within the refresh lead
+        of expiring) while waiting is refreshed before it is sent."""
+        await self.tokens.token(partner)
         await pace()
+        token = await self.tokens.token(partner)
         response: httpx.Response = await request(token)
         if response.status_code == 401:
-            token = await self.tokens.replace(partner, token)
+            await self.tokens.replace(partner, token)
             await pace()
+            token = await self.tokens.token(partner)
             response = await request(token)
         return response
 

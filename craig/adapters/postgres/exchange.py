@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -17,7 +18,7 @@ from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
-from craig.ports.exchange import PartnerRepository, TransactionRepository
+from craig.ports.exchange import PartnerRepository, TransactionRepository, UnusablePartner
 
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
@@ -58,6 +59,29 @@ _ADD_TRANSACTION = text(
     """
 ).bindparams(bindparam("payload", type_=JSONB))
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
+# Oldest transactions first, through the index on their creation time (a job completes after its
+# transaction was made); each one's jobs are looked at through the transaction index (a LATERAL
+# per candidate, so the planner cannot hash the whole table instead), and it is skipped while any
+# of them is not (yet) purgeable. The jobs go by ``ON DELETE CASCADE``.
+_PURGE_DELIVERED = text(
+    """
+    WITH doomed AS (
+        SELECT t.id, j.jobs
+          FROM exchange_transactions t
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS jobs,
+                      count(*) FILTER (WHERE o.status <> 'sent'
+                                          OR o.completed_at >= now() - make_interval(secs => :age)) AS young
+                 FROM exchange_send_jobs o WHERE o.transaction_id = t.id) j
+         WHERE t.created_at < now() - make_interval(secs => :age) AND j.young = 0 AND j.jobs > 0
+         ORDER BY t.created_at
+         LIMIT :limit
+    ), purged AS (
+        DELETE FROM exchange_transactions WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id
+    )
+    SELECT coalesce(sum(jobs), 0) FROM doomed WHERE id IN (SELECT id FROM purged)
+    """
+)
 
 
 def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = "") -> Partner:
@@ -74,6 +98,14 @@ def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = 
         records_path=row[prefix + "records_path"],
         created_at=row[prefix + "created_at"],
     )
+
+
+def usable_partner_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> Partner | UnusablePartner:
+    """:func:`partner_from_row`, or an :class:`UnusablePartner` when its secret does not decrypt."""
+    try:
+        return partner_from_row(row, cipher)
+    except ValueError as error:
+        return UnusablePartner.undecryptable(row["id"], error)
 
 
 class PostgresPartnerRepository(PartnerRepository):
@@ -113,6 +145,14 @@ class PostgresPartnerRepository(PartnerRepository):
             partners = [self._partner(row) for row in rows]
         return {p.id: p for p in partners}
 
+    async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
+        if not partner_ids:
+            return {}
+        async with db_errors():
+            rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+            partners = [usable_partner_from_row(row, self.uow.cipher) for row in rows]
+        return {p.id: p for p in partners}
+
     async def list(self, page: PageRequest) -> Page[Partner]:
         async with db_errors():
             conn = self.uow.connection
@@ -146,3 +186,8 @@ class PostgresTransactionRepository(TransactionRepository):
         return ExchangeTransaction(
             id=row["id"], payload=json_value(row["payload"]), created_by=row["created_by"], created_at=row["created_at"]
         )
+
+    async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
+        params = {"age": older_than.total_seconds(), "limit": limit}
+        async with db_errors():
+            return int((await self.uow.connection.execute(_PURGE_DELIVERED, params)).scalar_one())

@@ -12,7 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import BYTEA, JSONB
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.errors import db_errors
+from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, SlotStatus, StoredResponse
 from craig.ports.idempotency import (
     Claimed,
@@ -93,13 +95,18 @@ _PURGE = text(
          LIMIT :batch)
     """
 )
+# ``processing`` slots are live (few, through their partial index); finished ones pile up until
+# their retention ends, so they are counted bounded (``counts.py``), never by a whole-table scan.
 _STATS = text(
     """
-    SELECT status, count(*) AS n,
-           min(started_at) FILTER (WHERE status = 'processing') AS oldest, now() AS db_now
-      FROM idempotency_responses GROUP BY status
+    SELECT count(*) AS processing, min(started_at) AS oldest, now() AS db_now
+      FROM idempotency_responses WHERE status = 'processing'
     """
 )
+_FINISHED_COUNTS = {
+    "succeeded": BoundedCount("idempotency_responses", "status = 'succeeded'", "started_at"),
+    "failed": BoundedCount("idempotency_responses", "status = 'failed'", "started_at"),
+}
 
 
 def _slot(row: Mapping[str, Any]) -> Slot:
@@ -184,13 +191,14 @@ class PostgresIdempotencyStore(IdempotencyStore):
 
     async def stats(self) -> IdempotencyStats:
         async with self.database.transaction() as conn:
-            rows = (await conn.execute(_STATS)).mappings().all()
-            now = rows[0]["db_now"] if rows else (await conn.execute(text("SELECT now()"))).scalar_one()
-        oldest = [r["oldest"] for r in rows if r["oldest"] is not None]
+            live = (await conn.execute(_STATS)).mappings().one()
+            counts = {"processing": live["processing"]}
+            for status, count in _FINISHED_COUNTS.items():
+                counts[status] = await count.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
         return IdempotencyStats(
-            by_status={r["status"]: r["n"] for r in rows},
-            oldest_processing_started_at=min(oldest, default=None),
-            now=now,
+            by_status={status: n for status, n in counts.items() if n},
+            oldest_processing_started_at=live["oldest"],
+            now=live["db_now"],
         )
 
 

@@ -11,8 +11,10 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
 
@@ -78,14 +80,16 @@ _DEAD = text(
     f"""SELECT {_COLUMNS} FROM event_inbox WHERE failed_at IS NOT NULL
         ORDER BY received_at, event_id LIMIT :limit"""
 )
+# Retrying rows are live (through the in-flight partial index); dead and processed rows pile up
+# with history, so they are counted bounded (``counts.py``), never by a whole-table scan.
 _STATS = text(
     """
-    SELECT count(*) FILTER (WHERE processed_at IS NULL AND failed_at IS NULL AND error_count > 0) AS retrying,
-           count(*) FILTER (WHERE failed_at IS NOT NULL) AS dead,
-           count(*) FILTER (WHERE processed_at IS NOT NULL) AS processed
-      FROM event_inbox
+    SELECT count(*) AS retrying FROM event_inbox
+     WHERE processed_at IS NULL AND failed_at IS NULL AND error_count > 0
     """
 )
+_DEAD_COUNT = BoundedCount("event_inbox", "failed_at IS NOT NULL", "failed_at")
+_PROCESSED_COUNT = BoundedCount("event_inbox", "processed_at IS NOT NULL", "processed_at")
 _PURGE = text(
     """
     DELETE FROM event_inbox WHERE (consumer, event_id) IN (
@@ -94,6 +98,23 @@ _PURGE = text(
          LIMIT :batch)
     """
 )
+
+# Unprocessed rows through the in-flight partial index, dead ones through the failed one; both
+# old, and only under a broadcast subscription's per-instance key.
+_BROADCAST = "EXISTS (SELECT 1 FROM unnest(:consumers) AS b(name) WHERE starts_with(consumer, b.name || '@'))"
+_PURGE_BROADCAST = text(
+    f"""
+    DELETE FROM event_inbox WHERE (consumer, event_id) IN (
+        (SELECT consumer, event_id FROM event_inbox
+          WHERE processed_at IS NULL AND failed_at IS NULL
+            AND received_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+          LIMIT :batch)
+        UNION ALL
+        (SELECT consumer, event_id FROM event_inbox
+          WHERE failed_at IS NOT NULL AND failed_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+          LIMIT :batch))
+    """
+).bindparams(bindparam("consumers", type_=ARRAY(TEXT)))
 
 
 def _record(row: Mapping[str, Any]) -> InboxRecord:
@@ -169,10 +190,20 @@ class PostgresInboxStore(InboxStore):
 
     async def stats(self) -> InboxStats:
         async with self.database.transaction() as conn:
-            row = (await conn.execute(_STATS)).mappings().one()
-        return InboxStats(retrying=row["retrying"], dead=row["dead"], processed=row["processed"])
+            retrying = (await conn.execute(_STATS)).scalar_one()
+            dead = await _DEAD_COUNT.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
+            processed = await _PROCESSED_COUNT.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
+        return InboxStats(retrying=retrying, dead=dead, processed=processed)
 
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
             result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
+            return int(result.rowcount or 0)
+
+    async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
+        if not consumers:
+            return 0
+        params = {"consumers": list(consumers), "age": older_than.total_seconds(), "batch": batch_size}
+        async with self.database.transaction() as conn:
+            result = await conn.execute(_PURGE_BROADCAST, params)
             return int(result.rowcount or 0)

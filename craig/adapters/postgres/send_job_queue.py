@@ -36,8 +36,10 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+import structlog
+
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.exchange import GET_PARTNERS, partner_from_row
+from craig.adapters.postgres.exchange import GET_PARTNERS, usable_partner_from_row
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import stage_params
 from craig.adapters.postgres.partner_rate_limit import RESERVE_CTES
@@ -58,7 +60,9 @@ from craig.domain import partner_rate_limit as gcra
 from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
-from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
+from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue, UnusablePartner
+
+log = structlog.get_logger(__name__)
 
 _PARTNERS = RawStatement(GET_PARTNERS)
 _PASS = RawStatement(
@@ -103,6 +107,17 @@ _PASS = RawStatement(
       FROM (SELECT 1) AS one
       LEFT JOIN claimed c ON true
       LEFT JOIN reserved r ON r.key = c.partner_id
+    """
+)
+
+#: Claimed jobs the pass cannot hand over go back unsent: ``pending``, due now, the attempt undone.
+_GIVE_BACK = RawStatement(
+    """
+    UPDATE exchange_send_jobs j
+       SET status = 'pending', attempts = greatest(j.attempts - 1, 0), lease_expires_at = NULL,
+           next_attempt_at = now()
+      FROM unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[])) AS g(id, token)
+     WHERE j.id = g.id AND j.lease_token = g.token AND j.status = 'in_flight'
     """
 )
 
@@ -166,7 +181,22 @@ class PostgresSendJobQueue(SendJobQueue):
         rows = await self._conn.fetch(_PASS, params)
         recorded, busy = frozenset(rows[0]["recorded"]), frozenset(rows[0]["busy"])
         claimed = [row for row in rows if row["id"] is not None]
-        return PassResult(recorded, await self._claims(claimed, max_rate_wait), busy)
+        try:
+            claims = await self._claims(claimed, max_rate_wait)
+        except Exception as error:
+            # The statement has committed the claims: hand them back now rather than leave them
+            # in flight until their leases run out (which would cost each an attempt).
+            log.error("send-job pass could not hand over its claims; giving them back", error=repr(error))
+            await self._give_back(claimed)
+            claims = []
+        return PassResult(recorded, claims, busy)
+
+    async def _give_back(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        params = {"ids": [row["id"] for row in rows], "tokens": [row["lease_token"] for row in rows]}
+        try:
+            await self._conn.fetch(_GIVE_BACK, params)
+        except Exception as error:  # the leases bring them back
+            log.warning("giving back claimed send jobs failed", jobs=len(rows), error=str(error))
 
     async def _claims(self, rows: Sequence[Mapping[str, Any]], max_rate_wait: timedelta) -> list[Claim]:
         jobs = {row["id"]: job_from_row(row) for row in rows}
@@ -175,8 +205,9 @@ class PostgresSendJobQueue(SendJobQueue):
         claims: list[Claim] = []
         for partner_id, group in by_partner(jobs.values()).items():
             partner = partners.get(partner_id)
-            if partner is None:
-                claims += [Claim(job, None) for job in group]
+            if not isinstance(partner, Partner):
+                unusable = partner.reason if partner is not None else None
+                claims += [Claim(job, None, unusable=unusable) for job in group]
                 continue
             granted, first_wait = grants[partner_id]
             if granted is None:  # the partner's first use: its rate-limit row is made here
@@ -196,15 +227,18 @@ class PostgresSendJobQueue(SendJobQueue):
             await uow.commit()
         return slots
 
-    async def _partners_of(self, ids: set[UUID]) -> dict[UUID, Partner]:
+    async def _partners_of(self, ids: set[UUID]) -> dict[UUID, Partner | UnusablePartner]:
         now = time.monotonic()
-        found = {i: self._partners[i][0] for i in ids if i in self._partners and self._partners[i][1] > now}
+        found: dict[UUID, Partner | UnusablePartner] = {
+            i: self._partners[i][0] for i in ids if i in self._partners and self._partners[i][1] > now
+        }
         missing = ids - found.keys()
         if missing:
             if len(self._partners) >= _PARTNER_CACHE_SIZE:
                 self._partners.clear()
             for row in await self._conn.fetch(_PARTNERS, {"ids": list(missing)}):
-                partner = partner_from_row(row, self._cipher)
-                self._partners[partner.id] = (partner, now + _PARTNER_CACHE_SECONDS)
+                partner = usable_partner_from_row(row, self._cipher)
                 found[partner.id] = partner
+                if isinstance(partner, Partner):  # an unusable one is read again: a repair shows at once
+                    self._partners[partner.id] = (partner, now + _PARTNER_CACHE_SECONDS)
         return found

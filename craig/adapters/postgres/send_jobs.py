@@ -18,9 +18,11 @@ from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, JSONB, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
+from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.domain import exchange as model
+from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.exchange import SendJobRepository, SendJobStats
 
@@ -111,20 +113,29 @@ _DEFER = text(
 _RETRY_FAILED = text(
     f"""
     UPDATE exchange_send_jobs j
-       SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = NULL,
+           lease_token = j.lease_token + 1
      WHERE j.id = :id AND j.status = 'failed'
     RETURNING {RETURNING}
     """
 )
-_STATS = text(
+# Operators' counts: the live states through their partial indexes, exactly; the states that
+# pile up with history through a bounded count (``counts.py``), never the whole table.
+_LIVE_STATS = text(
     """
-    SELECT status, count(*) AS jobs,
-           min(next_attempt_at) FILTER (WHERE status = 'pending' AND next_attempt_at <= now()) AS oldest_due,
+    SELECT (SELECT count(*) FROM exchange_send_jobs WHERE status = 'pending') AS pending,
+           (SELECT count(*) FROM exchange_send_jobs WHERE status = 'in_flight') AS in_flight,
+           (SELECT min(next_attempt_at) FROM exchange_send_jobs
+             WHERE status = 'pending' AND next_attempt_at <= now()) AS oldest_due,
            now() AS db_now
-      FROM exchange_send_jobs GROUP BY status
     """
 )
-_NOW = text("SELECT now()")
+# Sent jobs have no index of their own (every delivery would pay for one): the primary key walks
+# them, and they are nearly every row it meets.
+_HISTORY_COUNTS = {
+    JobStatus.SENT: BoundedCount("exchange_send_jobs", "status = 'sent'", "id"),
+    JobStatus.FAILED: BoundedCount("exchange_send_jobs", "status = 'failed'", "completed_at"),
+}
 
 
 def add_params(jobs: Sequence[SendJob], *, as_text: bool = False) -> dict[str, list[Any]]:
@@ -216,9 +227,9 @@ class PostgresSendJobRepository(SendJobRepository):
     async def stats(self) -> SendJobStats:
         async with db_errors():
             conn = self.uow.connection
-            rows = (await conn.execute(_STATS)).mappings().all()
-            now = rows[0]["db_now"] if rows else (await conn.execute(_NOW)).scalar_one()
-        oldest = [r["oldest_due"] for r in rows if r["oldest_due"] is not None]
-        return SendJobStats(
-            by_status={r["status"]: r["jobs"] for r in rows}, oldest_due_at=min(oldest, default=None), now=now
-        )
+            live = (await conn.execute(_LIVE_STATS)).mappings().one()
+            counts = {str(JobStatus.PENDING): live["pending"], str(JobStatus.IN_FLIGHT): live["in_flight"]}
+            for status, count in _HISTORY_COUNTS.items():
+                counts[str(status)] = await count.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
+        by_status = {status: n for status, n in counts.items() if n}
+        return SendJobStats(by_status=by_status, oldest_due_at=live["oldest_due"], now=live["db_now"])

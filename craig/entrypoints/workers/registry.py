@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
-from craig.domain.constants import CLEANUP_INTERVAL, INTAKE_RATE_LIMIT_RETENTION, PURGE_BATCH_SIZE
+from craig.domain.constants import (
+    CLEANUP_INTERVAL,
+    INBOX_BROADCAST_RETENTION,
+    INTAKE_RATE_LIMIT_RETENTION,
+    PURGE_BATCH_SIZE,
+)
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.attachment_scanner import attachment_scanner_loop
+from craig.entrypoints.workers.consumers import subscriptions_for
 from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.runner import Loop
 from craig.entrypoints.workers.send_jobs import send_job_loop
-from craig.usecases.cleanup import PurgeExpired, Retention
+from craig.usecases.cleanup import Purge, PurgeExpired, Retention
+
+
+def purge_broadcast_inbox(container: Container) -> Purge:
+    """Inbox rows left under the per-instance keys of the broadcast subscriptions."""
+    broadcast = [s.consumer for s in subscriptions_for(container) if s.broadcast]
+    return functools.partial(container.inbox_store().purge_broadcast, broadcast)
 
 
 def cleanup_loop(container: Container) -> Loop:
@@ -32,7 +45,13 @@ def cleanup_loop(container: Container) -> Loop:
                 container.inbox_store().purge_processed,
                 timedelta(days=settings.inbox.retention_days),
             ),
+            Retention("broadcast inbox", purge_broadcast_inbox(container), INBOX_BROADCAST_RETENTION),
             Retention("intake rate limits", container.rate_limiter().purge_idle, INTAKE_RATE_LIMIT_RETENTION),
+            Retention(
+                "exchange",
+                container.purge_delivered_transactions(),
+                timedelta(days=settings.exchange.retention_days),
+            ),
         ],
         batch_size=PURGE_BATCH_SIZE,
     )

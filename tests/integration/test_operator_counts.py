@@ -1,0 +1,170 @@
+"""What `craig status`, `/metrics` and the cleanup worker cost on real PostgreSQL once history
+has piled up.
+
+The tables are filled with a long history (sent jobs over 40 days, stored responses, processed
+deliveries, published events, attachments) and a few live rows, then VACUUM ANALYZEd so the
+planner knows their sizes. Every statement the status report, the metrics scrape and one
+cleanup pass run is captured as it goes to the server and EXPLAINed again with its own
+parameters: none may read a history table whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from craig.domain.constants import PURGE_BATCH_SIZE, STATS_EXACT_COUNT_MAX_ROWS
+from craig.entrypoints import metrics
+from craig.entrypoints.runtime import metric_refreshers, running
+from craig.entrypoints.status import collect_status
+from craig.entrypoints.workers.registry import cleanup_loop
+from tests.support import apps
+
+pytestmark = pytest.mark.integration
+
+HISTORY = 3 * STATS_EXACT_COUNT_MAX_ROWS
+HISTORY_TABLES = {
+    "exchange_send_jobs",
+    "exchange_transactions",
+    "idempotency_responses",
+    "event_inbox",
+    "event_outbox",
+    "contact_attachments",
+}
+
+FILL = [
+    # partner exchange: a long history of sent jobs, and a few failed, due, leased ones
+    """INSERT INTO partners (id, name, base_url, token_url, client_id, client_secret, send_path, records_path)
+       VALUES ('00000000-0000-0000-0000-000000000001', 'p', 'http://127.0.0.1:9', 'http://127.0.0.1:9/t', 'c',
+               'enc:v1:x:AAAA', '/t', '/r')""",
+    # Ids in creation order, as the application's UUIDv7 are; transaction n is n * 2 minutes old.
+    f"""INSERT INTO exchange_transactions (id, payload, created_by, created_at)
+        SELECT lpad(to_hex({HISTORY + 75} - n), 32, '0')::uuid, '{{}}', gen_random_uuid(),
+               now() - (n * 2 + 1 || ' minutes')::interval
+          FROM generate_series(1, {HISTORY + 75}) n""",
+    """INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload, status, attempts,
+                                       next_attempt_at, completed_at, lease_expires_at)
+       SELECT t.id, t.id, '00000000-0000-0000-0000-000000000001', gen_random_uuid(), '{}',
+              s.status, 1, now() - interval '1 day', CASE WHEN s.status IN ('sent', 'failed')
+              THEN t.created_at + interval '1 minute' END,
+              CASE WHEN s.status = 'in_flight' THEN now() + interval '1 minute' END
+         FROM (SELECT id, created_at, row_number() OVER (ORDER BY created_at DESC) AS n FROM exchange_transactions) t
+         JOIN LATERAL (SELECT CASE WHEN t.n <= 50 THEN 'failed' WHEN t.n <= 70 THEN 'pending'
+                                   WHEN t.n <= 75 THEN 'in_flight' ELSE 'sent' END AS status) s ON true
+        ORDER BY t.created_at""",
+    # idempotency: finished slots within their retention, a few in flight or failed
+    f"""INSERT INTO idempotency_responses (cache_key, method, path, body_fingerprint, status_code, headers, status,
+                                          started_at, finished_at)
+        SELECT 'k' || n, 'POST', '/v1/x', 'f', 201, '[]',
+               CASE WHEN n <= 10 THEN 'processing' WHEN n <= 30 THEN 'failed' ELSE 'succeeded' END,
+               now() - (n || ' seconds')::interval, now()
+          FROM generate_series(1, {HISTORY}) n""",
+    # inbox: processed deliveries, a few retrying and dead
+    f"""INSERT INTO event_inbox (consumer, event_id, processed_at, failed_at, error_count)
+        SELECT 'c', gen_random_uuid(), CASE WHEN n > 20 THEN now() END, CASE WHEN n <= 10 THEN now() END,
+               CASE WHEN n <= 20 THEN 1 ELSE 0 END
+          FROM generate_series(1, {HISTORY}) n""",
+    # outbox: published events, a few pending (one failing)
+    f"""INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id, published_at, attempts)
+        SELECT gen_random_uuid(), '{{}}', 't', 'a', n::text, CASE WHEN n > 10 THEN now() END,
+               CASE WHEN n = 1 THEN 1 ELSE 0 END
+          FROM generate_series(1, {HISTORY}) n""",
+    # attachments: present blobs, a few pending
+    """INSERT INTO cases (id, title, opened_at, created_by)
+       VALUES ('00000000-0000-0000-0000-000000000002', 't', now(), gen_random_uuid())""",
+    """INSERT INTO contacts (id, case_id, contact_type, occurred_at, summary, created_by, worker_name)
+       VALUES ('00000000-0000-0000-0000-000000000003', '00000000-0000-0000-0000-000000000002', 'visit', now(), 's',
+               gen_random_uuid(), 'w')""",
+    f"""INSERT INTO contact_attachments (id, contact_id, file_name, content_type, file_size, object_key,
+                                        uploaded_by, worker_name, object_status)
+        SELECT gen_random_uuid(), '00000000-0000-0000-0000-000000000003', 'f', 'text/plain', 1, 'key/' || n,
+               gen_random_uuid(), 'w', CASE WHEN n <= 5 THEN 'pending' ELSE 'present' END
+          FROM generate_series(1, {HISTORY}) n""",
+]
+
+
+async def fill(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        for statement in FILL:
+            await conn.execute(text(statement))
+    autocommit = await engine.connect()
+    try:
+        conn = await autocommit.execution_options(isolation_level="AUTOCOMMIT")
+        for table in sorted(HISTORY_TABLES):
+            await conn.execute(text(f"VACUUM ANALYZE {table}"))
+    finally:
+        await autocommit.close()
+
+
+async def old_sent_jobs(engine: AsyncEngine) -> int:
+    old = "SELECT count(*) FROM exchange_send_jobs WHERE status = 'sent' AND completed_at < now() - interval '30 days'"
+    async with engine.connect() as conn:
+        return int((await conn.execute(text(old))).scalar_one())
+
+
+def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+async def test_status_metrics_and_cleanup_never_read_a_history_table_whole(pg_url: str, tmp_path: Path) -> None:
+    container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
+    async with running(container):
+        engine = container.postgres().engine
+        await fill(engine)
+        statements: list[tuple[str, Any]] = []
+
+        def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+            statements.append((statement, parameters))
+
+        before = await old_sent_jobs(engine)
+        event.listen(engine.sync_engine, "before_cursor_execute", capture)
+        try:
+            report = await collect_status(container)
+            await metrics.render(metric_refreshers(container))
+            await cleanup_loop(container).run_once()
+        finally:
+            event.remove(engine.sync_engine, "before_cursor_execute", capture)
+        purged = before - await old_sent_jobs(engine)
+        scans: list[tuple[str, str, str]] = []
+        async with engine.connect() as conn:
+            for statement, parameters in statements:
+                if statement.lstrip().upper().startswith("EXPLAIN") or not any(t in statement for t in HISTORY_TABLES):
+                    continue
+                raw = (await conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {statement}", parameters)).scalar_one()
+                plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+                for node in plan_nodes(plan):
+                    if node.get("Relation Name") in HISTORY_TABLES and node["Node Type"] != "ModifyTable":
+                        scans.append((node["Relation Name"], node["Node Type"], " ".join(statement.split())))
+    print("\n".join(f"{table:24} {kind:18} {sql[:150]}" for table, kind, sql in scans))
+    assert all("error" not in section for section in report.values()), report
+    jobs = report["send jobs"]["jobs by status"]
+    assert (jobs["pending"], jobs["in_flight"], jobs["failed"]) == (20, 5, 50)
+    assert jobs["sent"] == pytest.approx(HISTORY, rel=0.1)  # above the exact limit: the planner's estimate
+    slots = report["idempotency"]["slots by status"]
+    assert (slots["processing"], slots["failed"]) == (10, 20)
+    assert slots["succeeded"] == pytest.approx(HISTORY, rel=0.1)
+    assert report["inbox"]["retrying deliveries"] == 10 and report["inbox"]["failed (dead-lettered) in inbox"] == 10
+    assert (report["outbox"]["pending events"], report["outbox"]["failing events (retrying)"]) == (10, 1)
+    assert report["attachments"]["contact_attachments: pending"] == 5
+    purge = [
+        kind
+        for table, kind, sql in scans
+        if table == "exchange_send_jobs" and "DELETE FROM exchange_transactions" in sql
+    ]
+    assert purge and set(purge) <= {"Index Scan", "Index Only Scan"}
+    assert purged == PURGE_BATCH_SIZE  # one batch: the oldest sent jobs, each its own transaction
+    sample = metrics.REGISTRY.get_sample_value
+    assert sample("craig_exchange_send_jobs", {"status": "failed"}) == 50
+    assert sample("craig_idempotency_slots", {"status": "failed"}) == 20
+    assert sample("craig_outbox_pending") == 10 and sample("craig_attachments_pending") == 5
+    assert {table for table, _, _ in scans} == HISTORY_TABLES
+    assert [scan for scan in scans if scan[1] == "Seq Scan"] == []
+    assert all(kind in ("Index Scan", "Index Only Scan", "Bitmap Heap Scan") for _, kind, _ in scans), scans
