@@ -51,6 +51,17 @@ def test_0010_notifies_send_job_workers_on_insert_and_downgrades_cleanly(pg_serv
         assert [r["tgname"] for r in fetch(url, triggers)] == ["exchange_send_jobs_notify"]
 
 
+def test_0012_indexes_backing_off_outbox_events_and_downgrades_cleanly(pg_server_url: str) -> None:
+    indexes = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_event_outbox_backing_off'"
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0012")
+        assert len(fetch(url, indexes)) == 1
+        migrations.downgrade(url, "0010")
+        assert fetch(url, indexes) == []
+        migrations.upgrade(url, "0012")
+        assert len(fetch(url, indexes)) == 1
+
+
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
     with scratch_database(pg_server_url) as url:
         migrations.upgrade_to_head(url)
@@ -61,4 +72,4 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         assert public_tables(url) <= {"alembic_version"}
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
-        assert migrations.head_revision() == "0010"
+        assert migrations.head_revision() == "0012"
