@@ -44,11 +44,20 @@ class Subscription:
         return f"{self.consumer}@{instance_id}" if self.broadcast else self.consumer
 
 
+#: Where a bus keeps the events no subscription takes: the RabbitMQ queue ``<prefix>.unrouted``
+#: (``craig.unrouted`` by default), and the in-process bus's inbox rows under this consumer key.
+UNROUTED = "craig.unrouted"
+
+
 class Publisher(Protocol):
     """Publishes an envelope to the events exchange; returns only once the broker confirmed it."""
 
     async def publish(self, envelope: EventEnvelope) -> None:
-        """Raises :class:`craig.ports.errors.BrokerUnavailable` when the publish is not confirmed."""
+        """Raises :class:`craig.ports.errors.BrokerUnavailable` when the publish is not confirmed.
+
+        Confirmed means kept: by the queue of every subscription that takes the event, or, when
+        none does, by the bus's durable unrouted queue (:class:`UnroutedEvents`). An event is
+        never confirmed into nothing."""
         ...
 
 
@@ -109,6 +118,18 @@ class EventBus(Publisher, Protocol):
     async def ping(self) -> None:
         """Raise ``BrokerUnavailable`` when the broker cannot be reached."""
         ...
+
+
+class UnroutedEvents(Protocol):
+    """The events a bus accepted that no subscription took, kept for operators (``craig status``,
+    ``craig_unrouted_events``): an event type nobody binds, or a consumer whose queue is gone."""
+
+    @property
+    def location(self) -> str:
+        """Where an operator finds them."""
+        ...
+
+    async def count(self) -> int: ...
 
 
 @attrs.frozen(kw_only=True)
