@@ -293,7 +293,11 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(MemoryRateLimiter, db=memory_database),
         postgres=providers.Singleton(PostgresRateLimiter, database=postgres),
     )
-    rule_cache = providers.Singleton(RuleSetCache)
+    rule_cache = providers.Singleton(
+        RuleSetCache,
+        clock=clock,
+        max_age=providers.Callable(lambda s: timedelta(seconds=s.rules.cache_max_age_seconds), settings),
+    )
     submit_referral = providers.Factory(
         SubmitReferral,
         limiter=rate_limiter,

@@ -32,12 +32,18 @@ class Subscription:
     ``event_types`` are AMQP topic patterns (``placements.*``, ``rules.cache_invalidated``).
     With ``broadcast`` every running instance receives every event (cache invalidation);
     otherwise instances share the work (competing consumers).
+
+    ``on_connected`` runs each time the bus has (re)attached the subscription: once consuming
+    starts, and again after every lost and re-established broker connection. A broadcast queue
+    lives only as long as its instance's connection, so events published while it was gone never
+    reach that instance; a subscriber that keeps derived state (a cache) drops it here.
     """
 
     consumer: str
     event_types: tuple[str, ...]
     handler: EventHandler
     broadcast: bool = False
+    on_connected: Callable[[], object] | None = None
 
     def inbox_consumer(self, instance_id: str) -> str:
         """The inbox key: shared by all instances, or one per instance for a broadcast."""
@@ -110,7 +116,8 @@ class EventBus(Publisher, Protocol):
         ...
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
-        """Start delivering; returns once consuming has started."""
+        """Start delivering; returns once consuming has started, after calling each
+        subscription's ``on_connected``, which it calls again after every reconnection."""
         ...
 
     async def close(self) -> None: ...

@@ -87,6 +87,8 @@ class InProcessBus(EventBus):
             consumer = subscription.inbox_consumer(self.instance_id)
             task = asyncio.create_task(self._run(consumer, delivery), name=f"inbox:{consumer}")
             self._tasks.append(task)
+            if subscription.on_connected is not None:  # never disconnected afterwards
+                subscription.on_connected()
 
     async def _run(self, consumer: str, delivery: Delivery) -> None:
         wake = self._wake[consumer]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,6 +77,7 @@ class RabbitEventBus(EventBus):
         instance_id: str,
         prefetch: int = 32,
         publish_timeout_seconds: float = 10.0,
+        reconnect_interval_seconds: float = 5.0,
     ) -> None:
         self.url = url
         self.prefix = queue_prefix
@@ -87,7 +88,10 @@ class RabbitEventBus(EventBus):
             log_level=logging.DEBUG,
             default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
             graceful_timeout=15.0,
+            reconnect_interval=reconnect_interval_seconds,
+            on_reconnected=[self._reconnected],
         )
+        self._on_connected: list[Callable[[], object]] = []
         self.unrouted_exchange = RabbitExchange(f"{events_exchange}.unrouted", type=ExchangeType.FANOUT, durable=True)
         self.unrouted_queue = f"{queue_prefix}.unrouted"
         self.events = RabbitExchange(
@@ -187,12 +191,27 @@ class RabbitEventBus(EventBus):
                 ack_policy=AckPolicy.MANUAL,
             )
             subscriber(self._handler(queue.name, delivery))
+            if subscription.on_connected is not None:
+                self._on_connected.append(subscription.on_connected)
         try:
             await self.broker.start()
         except Exception as error:
             raise BrokerUnavailable(f"cannot start consuming from RabbitMQ: {error}") from error
+        self._reconnected()
+
+    def _reconnected(self, *_connection: object) -> None:
+        """After consuming starts, and (aio-pika) once a lost connection is back with its
+        channels, queues, bindings and consumers restored."""
+        if self._on_connected:
+            log.info("subscriptions (re)connected", instance=self.instance_id, hooks=len(self._on_connected))
+        for hook in self._on_connected:
+            try:
+                hook()
+            except Exception as error:  # one hook must not keep the others from running
+                log.warning("an on_connected hook failed", error=str(error))
 
     async def close(self) -> None:
+        self._on_connected.clear()
         await self.broker.stop()
         self._connected = False
 
