@@ -65,6 +65,10 @@ class RuleSetCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def max_age(self) -> timedelta:
+        return self._max_age
+
     def lookup(self, name: str) -> Cached | None:
         """The entry of ``name`` unless it is missing or older than the maximum age (then dropped)."""
         entry = self._entries.get(name)

@@ -87,6 +87,7 @@ async def test_an_events_exchange_declared_without_the_alternate_exchange_still_
         envelope = _event("nobody.listens")
         await bus.publish(envelope)  # returned by RabbitMQ, then kept in the unrouted queue
         assert await container.unrouted_events().count() == 1
+        assert "no alternate exchange" in container.unrouted_events().location
         await bus.ping()
         message = await _take(rabbit_url, broker_names.unrouted_queue)
     assert message is not None and message.message_id == str(envelope.id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.domain.access import Principal, Role
 from craig.domain.constants import RULE_CACHE_MAX_AGE
 from craig.domain.errors import NotFound
+from craig.entrypoints.settings import RulesSettings, SettingsError, load_settings
 from craig.ports.messaging import DeliveryOutcome, Subscription
 from craig.usecases.rule_cache import RuleSetCache
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation
+from tests.support.apps import make_container, make_settings
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
@@ -112,3 +115,15 @@ async def test_the_in_process_bus_reports_a_subscription_connected_when_it_start
     await bus.consume([(subscription, deliver)])
     await bus.close()
     assert connected == ["c"]
+
+
+def test_the_maximum_age_is_a_setting_and_must_be_positive() -> None:
+    settings = load_settings({"CRAIG_PROFILE": "memory", "CRAIG_RULES__CACHE_MAX_AGE_SECONDS": "5"})
+    assert settings.rules.cache_max_age_seconds == 5
+    with pytest.raises(SettingsError, match="CRAIG_RULES__CACHE_MAX_AGE_SECONDS must be positive"):
+        load_settings({"CRAIG_PROFILE": "memory", "CRAIG_RULES__CACHE_MAX_AGE_SECONDS": "0"})
+
+
+def test_the_container_gives_the_cache_the_configured_maximum_age(tmp_path: Path) -> None:
+    container = make_container(make_settings("memory", tmp_path, rules=RulesSettings(cache_max_age_seconds=5)))
+    assert container.rule_cache().max_age == timedelta(seconds=5)

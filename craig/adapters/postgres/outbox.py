@@ -59,7 +59,9 @@ _AGGREGATE_KEY = "hashtextextended('craig.outbox:' || {type} || '/' || {id}, 0)"
 # The lock is taken while the source row is produced, so before the INSERT draws ``seq``.
 _STAGE = text(
     f"""
-    WITH locked AS (SELECT pg_advisory_xact_lock({_AGGREGATE_KEY.format(type=":aggregate_type", id=":aggregate_id")}))
+    WITH locked AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock({_AGGREGATE_KEY.format(type=":aggregate_type", id=":aggregate_id")})
+    )
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
     SELECT :id, :envelope, :event_type, :aggregate_type, :aggregate_id FROM locked
     """

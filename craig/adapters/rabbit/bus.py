@@ -77,7 +77,6 @@ class RabbitEventBus(EventBus):
         instance_id: str,
         prefetch: int = 32,
         publish_timeout_seconds: float = 10.0,
-        reconnect_interval_seconds: float = 5.0,
     ) -> None:
         self.url = url
         self.prefix = queue_prefix
@@ -88,7 +87,6 @@ class RabbitEventBus(EventBus):
             log_level=logging.DEBUG,
             default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
             graceful_timeout=15.0,
-            reconnect_interval=reconnect_interval_seconds,
             on_reconnected=[self._reconnected],
         )
         self._on_connected: list[Callable[[], object]] = []

@@ -14,7 +14,10 @@ class RabbitUnroutedEvents(UnroutedEvents):
 
     @property
     def location(self) -> str:
-        return f"RabbitMQ queue {self.bus.unrouted_queue}"
+        where = f"RabbitMQ queue {self.bus.unrouted_queue}"
+        if self.bus.has_alternate_exchange is False:
+            return f"{where} (by the relay: {self.bus.events.name} has no alternate exchange, see the log)"
+        return where
 
     async def count(self) -> int:
         await self.bus.connect([])
