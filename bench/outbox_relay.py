@@ -136,8 +136,11 @@ async def measure(url: str, events: int, rounds: int) -> tuple[list[float], list
             print(f"round {round_ + 1}: ceiling {ceiling[-1]:,.0f} msg/s, relay {relay[-1]:,.0f} events/s")
     finally:
         await queue.delete(if_unused=False, if_empty=False)
+        unrouted = await bus.broker.declare_queue(RabbitQueue(bus.unrouted_queue, durable=True))
+        await unrouted.delete(if_unused=False, if_empty=False)
         for name in (exchange_name, f"{exchange_name}.dlx"):
             await (await bus.broker.declare_exchange(RabbitExchange(name, type=ExchangeType.TOPIC))).delete()
+        await (await bus.broker.declare_exchange(bus.unrouted_exchange)).delete()
         await bus.close()
         await database.dispose()
     return ceiling, relay

@@ -112,8 +112,10 @@ def _delete_broker_objects(url: str, names: BrokerNames) -> None:
         async with connection:
             for kind, name in [
                 *(("queue", q) for q in names.queues),
+                ("queue", names.unrouted_queue),
                 ("exchange", names.events_exchange),
                 ("exchange", names.dlx_exchange),
+                ("exchange", names.unrouted_exchange),
             ]:
                 channel = await connection.channel()  # a failed delete closes its channel
                 try:

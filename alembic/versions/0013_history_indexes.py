@@ -7,7 +7,7 @@ on their creation time. (Sent jobs get no index of their own: every delivery wou
 the worker's hot path; they are counted through the primary key.)
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -170,6 +170,9 @@ RULE_DECISION_MAX_LENGTH: Final = 200
 RULE_FACT_NAME_MAX_LENGTH: Final = 100
 #: Rule sets one instance keeps compiled in its decision cache (least recently used go first).
 RULE_CACHE_MAX_ENTRIES: Final = 1000
+#: No decision-cache entry is served older than this (``CRAIG_RULES__CACHE_MAX_AGE_SECONDS``),
+#: whether or not its invalidation event arrived.
+RULE_CACHE_MAX_AGE: Final = timedelta(seconds=60)
 #: Rows ``craig keys rotate`` re-encrypts per transaction.
 KEY_ROTATION_BATCH_SIZE: Final = 500
 

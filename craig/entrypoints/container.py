@@ -24,7 +24,7 @@ from typing import Any
 from dependency_injector import containers, providers
 
 from craig.adapters.clock import SystemClock
-from craig.adapters.inprocess.bus import InboxDeadLetters, InProcessBus
+from craig.adapters.inprocess.bus import InboxDeadLetters, InboxUnroutedEvents, InProcessBus
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.exchange import memory_job_wake
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
@@ -49,6 +49,7 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
+from craig.adapters.rabbit.unrouted import RabbitUnroutedEvents
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQueue
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
@@ -191,6 +192,11 @@ class Container(containers.DeclarativeContainer):
     dead_letter_operations = providers.Factory(
         DeadLetterOperations, dead_letters=dead_letters, uow_factory=uow.provider
     )
+    unrouted_events = _by_broker(
+        profile,
+        inprocess=providers.Singleton(InboxUnroutedEvents, inbox=inbox_store),
+        rabbit=providers.Singleton(RabbitUnroutedEvents, bus=event_bus),
+    )
 
     # --- cases, contacts, attachments (issue 5) --------------------------------------------
     object_store = providers.Selector(
@@ -289,7 +295,11 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(MemoryRateLimiter, db=memory_database),
         postgres=providers.Singleton(PostgresRateLimiter, database=postgres),
     )
-    rule_cache = providers.Singleton(RuleSetCache)
+    rule_cache = providers.Singleton(
+        RuleSetCache,
+        clock=clock,
+        max_age=providers.Callable(lambda s: timedelta(seconds=s.rules.cache_max_age_seconds), settings),
+    )
     submit_referral = providers.Factory(
         SubmitReferral,
         limiter=rate_limiter,

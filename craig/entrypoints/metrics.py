@@ -42,6 +42,9 @@ inbox_dead_lettered = Counter(
     registry=REGISTRY,
 )
 dlx_messages = Gauge("craig_dlx_messages", "Dead-lettered messages awaiting an operator", registry=REGISTRY)
+unrouted_events = Gauge(
+    "craig_unrouted_events", "Events no subscription took, kept in the unrouted queue", registry=REGISTRY
+)
 idempotency_slots = Gauge("craig_idempotency_slots", "Idempotency slots by status", ["status"], registry=REGISTRY)
 
 # attachments (issue 5)

@@ -18,6 +18,7 @@ from craig.entrypoints.attachment_operations import attachment_backlog
 from craig.entrypoints.container import EMBEDDED_DATABASE, Container
 from craig.entrypoints.send_job_status import send_job_backlog
 from craig.entrypoints.settings import Profile
+from craig.entrypoints.unrouted_status import unrouted_backlog
 from craig.ports.errors import PortError
 
 log = structlog.get_logger(__name__)
@@ -169,4 +170,11 @@ def metric_refreshers(container: Container) -> list[metrics.Refresher]:
     async def dead_letters() -> None:
         metrics.dlx_messages.set(await container.dead_letters().count())
 
-    return [idempotency, outbox, dead_letters, attachment_backlog(container), send_job_backlog(container)]
+    return [
+        idempotency,
+        outbox,
+        dead_letters,
+        unrouted_backlog(container),
+        attachment_backlog(container),
+        send_job_backlog(container),
+    ]

@@ -38,6 +38,7 @@ from craig.domain.constants import (
     OUTBOX_BATCH_SIZE,
     OUTBOX_POLL_INTERVAL,
     OUTBOX_RETENTION,
+    RULE_CACHE_MAX_AGE,
     SEND_LEASE,
     SEND_MAX_CONCURRENCY,
 )
@@ -190,6 +191,14 @@ class IntakeSettings:
 
 
 @attrs.define
+class RulesSettings:
+    cache_max_age_seconds: float = _help(
+        "Longest a decision-cache entry is served before the database is read again.",
+        RULE_CACHE_MAX_AGE.total_seconds(),
+    )
+
+
+@attrs.define
 class WorkerSettings:
     in_process: bool | None = _help(
         "Run background workers inside `craig serve` (default: yes for memory/embedded).", None
@@ -222,6 +231,7 @@ class Settings:
     attachments: AttachmentSettings = attrs.field(factory=AttachmentSettings)
     exchange: ExchangeSettings = attrs.field(factory=ExchangeSettings)
     intake: IntakeSettings = attrs.field(factory=IntakeSettings)
+    rules: RulesSettings = attrs.field(factory=RulesSettings)
     workers: WorkerSettings = attrs.field(factory=WorkerSettings)
 
     @property
@@ -482,6 +492,16 @@ def _intake_rate_limit(s: Settings) -> str | None:
         return (
             f"CRAIG_INTAKE__RATE_LIMIT_PER_MINUTE must be at least 1 (got {s.intake.rate_limit_per_minute}); "
             "remove it to use the default of 10"
+        )
+    return None
+
+
+@rule
+def _rule_cache_max_age(s: Settings) -> str | None:
+    if s.rules.cache_max_age_seconds <= 0:
+        return (
+            f"CRAIG_RULES__CACHE_MAX_AGE_SECONDS must be positive (got {s.rules.cache_max_age_seconds:g}); "
+            "remove it to use the default of 60"
         )
     return None
 

@@ -10,6 +10,7 @@ from craig.entrypoints.attachment_operations import attachments_section
 from craig.entrypoints.container import Container
 from craig.entrypoints.placement_status import placements_section
 from craig.entrypoints.send_job_status import send_jobs_section
+from craig.entrypoints.unrouted_status import unrouted_section
 
 Section = Callable[[Container], Awaitable[dict[str, Any]]]
 
@@ -44,6 +45,7 @@ SECTIONS: dict[str, Section] = {
     "idempotency": idempotency_section,
     "outbox": outbox_section,
     "inbox": inbox_section,
+    "unrouted events": unrouted_section,
     # inbox / DLX (issue 4), attachments (issue 5), placements (issue 6), send jobs (issue 7)
     "attachments": attachments_section,
     "placements": placements_section,

@@ -74,12 +74,20 @@ class InboxStore(Protocol):
         """Dead-lettered rows, in their original order."""
         ...
 
+    async def waiting(self, consumer: str) -> int:
+        """Rows of ``consumer`` neither processed nor dead-lettered."""
+        ...
+
     async def stats(self) -> InboxStats:
         """``retrying`` is exact; ``dead`` and ``processed`` are exact up to
         ``STATS_EXACT_COUNT_MAX_ROWS`` and may be an estimate above it."""
         ...
 
-    async def purge_processed(self, older_than: timedelta, batch_size: int) -> int: ...
+    async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
+        """Delete rows processed longer than ``older_than`` ago, and the in-process bus's unrouted
+        events (consumer :data:`craig.ports.messaging.UNROUTED`) received that long ago; at most
+        ``batch_size`` of each."""
+        ...
 
     async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
         """Leftovers of instances that are gone: delete rows of the per-instance inbox keys of the

@@ -32,23 +32,38 @@ class Subscription:
     ``event_types`` are AMQP topic patterns (``placements.*``, ``rules.cache_invalidated``).
     With ``broadcast`` every running instance receives every event (cache invalidation);
     otherwise instances share the work (competing consumers).
+
+    ``on_connected`` runs each time the bus has (re)attached the subscription: once consuming
+    starts, and again after every lost and re-established broker connection. A broadcast queue
+    lives only as long as its instance's connection, so events published while it was gone never
+    reach that instance; a subscriber that keeps derived state (a cache) drops it here.
     """
 
     consumer: str
     event_types: tuple[str, ...]
     handler: EventHandler
     broadcast: bool = False
+    on_connected: Callable[[], object] | None = None
 
     def inbox_consumer(self, instance_id: str) -> str:
         """The inbox key: shared by all instances, or one per instance for a broadcast."""
         return f"{self.consumer}@{instance_id}" if self.broadcast else self.consumer
 
 
+#: Where a bus keeps the events no subscription takes: the RabbitMQ queue ``<prefix>.unrouted``
+#: (``craig.unrouted`` by default), and the in-process bus's inbox rows under this consumer key.
+UNROUTED = "craig.unrouted"
+
+
 class Publisher(Protocol):
     """Publishes an envelope to the events exchange; returns only once the broker confirmed it."""
 
     async def publish(self, envelope: EventEnvelope) -> None:
-        """Raises :class:`craig.ports.errors.BrokerUnavailable` when the publish is not confirmed."""
+        """Raises :class:`craig.ports.errors.BrokerUnavailable` when the publish is not confirmed.
+
+        Confirmed means kept: by the queue of every subscription that takes the event, or, when
+        none does, by the bus's durable unrouted queue (:class:`UnroutedEvents`). An event is
+        never confirmed into nothing."""
         ...
 
 
@@ -101,7 +116,8 @@ class EventBus(Publisher, Protocol):
         ...
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
-        """Start delivering; returns once consuming has started."""
+        """Start delivering; returns once consuming has started, after calling each
+        subscription's ``on_connected``, which it calls again after every reconnection."""
         ...
 
     async def close(self) -> None: ...
@@ -109,6 +125,18 @@ class EventBus(Publisher, Protocol):
     async def ping(self) -> None:
         """Raise ``BrokerUnavailable`` when the broker cannot be reached."""
         ...
+
+
+class UnroutedEvents(Protocol):
+    """The events a bus accepted that no subscription took, kept for operators (``craig status``,
+    ``craig_unrouted_events``): an event type nobody binds, or a consumer whose queue is gone."""
+
+    @property
+    def location(self) -> str:
+        """Where an operator finds them."""
+        ...
+
+    async def count(self) -> int: ...
 
 
 @attrs.frozen(kw_only=True)

@@ -14,14 +14,30 @@ from craig.domain.events import EventEnvelope
 
 
 class OutboxWriter(Protocol):
-    """``uow.outbox``: stage events inside the caller's transaction."""
+    """``uow.outbox``: stage events inside the caller's transaction.
+
+    Staging serialises the writers of an aggregate: it takes a lock on (aggregate_type,
+    aggregate_id) that is held until the transaction ends, before the event gets its place in
+    the outbox. So the events of one aggregate are numbered in the order their transactions
+    commit, whatever else the use case locks or forgets to lock; the relay publishes them in that
+    order. (PostgreSQL: a transaction-level advisory lock; memory: transactions run one at a time,
+    which serialises every writer already.)
+
+    A transaction that stages events of several aggregates should stage them in ONE
+    :meth:`stage_many` call, which locks them in a fixed order. Two transactions that stage
+    aggregates A then B and B then A in separate calls can deadlock; the database then aborts
+    one of them (``TransientConflict``). Anything that inserts outbox rows without this writer
+    must hold a lock serialising the aggregate's writers, taken before the insert.
+    """
 
     async def stage(self, envelope: EventEnvelope) -> None:
-        """Insert the event into the outbox. Nothing is published unless the transaction commits."""
+        """Lock the event's aggregate, then insert the event. Nothing is published unless the
+        transaction commits."""
         ...
 
     async def stage_many(self, envelopes: Sequence[EventEnvelope]) -> None:
-        """Insert several events with one statement, in the given order."""
+        """Lock every aggregate of ``envelopes`` (in a fixed order), then insert the events with
+        one statement, in the given order."""
         ...
 
 
@@ -74,7 +90,13 @@ class OutboxRelayStore(Protocol):
     """What the relay worker needs; every method runs in its own transaction."""
 
     def claim_batch(self, limit: int) -> AbstractAsyncContextManager[OutboxBatch]:
-        """``FOR UPDATE SKIP LOCKED`` the oldest due events; commit on normal exit."""
+        """``FOR UPDATE SKIP LOCKED`` the oldest claimable events, at most ``limit``; commit on
+        normal exit.
+
+        Claimable: due, of an aggregate no other batch holds, and with no older event of its
+        aggregate backing off after a failed publish. Events held back that way are skipped, not
+        claimed and dropped, so however many of them come first, the batch fills with events
+        that can go now (a failing event never stalls other aggregates)."""
         ...
 
     async def wait_for_events(self, timeout: timedelta) -> None:

@@ -6,6 +6,11 @@ database effects and the "processed" mark commit together, and a concurrent dupl
 and then skips. On failure the handler's effects are rolled back and the failure is recorded in
 the same (still open) transaction. The caller (a broker adapter) turns the outcome into an ack,
 a delayed redelivery, or a message on the dead-letter exchange.
+
+A dead letter is recorded (``failed_at``, committed) before the broker adapter publishes it to
+the dead-letter exchange. If that publish fails, or the process dies in between, the message
+comes back; it is then dead-lettered again, never acknowledged as handled. So a dead letter is
+in the dead-letter queue before its message is acknowledged: at worst twice, never not at all.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ class Processed:
 
 @attrs.frozen
 class AlreadyHandled:
-    """Processed before, or dead-lettered: ack and skip."""
+    """Processed before: ack and skip."""
 
     record: InboxRecord
 
@@ -44,8 +49,12 @@ class Retry:
 
 @attrs.frozen
 class DeadLettered:
+    """Publish to the dead-letter exchange, then ack. ``again``: the row was dead-lettered by an
+    earlier delivery whose publish may not have happened (see the module docstring)."""
+
     decision: DeadLetter
     record: InboxRecord
+    again: bool = False
 
 
 InboxOutcome = Processed | AlreadyHandled | Retry | DeadLettered
@@ -67,9 +76,12 @@ async def handle_idempotently(
     """Run ``handler`` for ``envelope`` once for ``consumer``; see the module docstring."""
     async with uow:
         record = await uow.inbox.begin_attempt(consumer, envelope, queue)
-        if record.processed_at is not None or record.failed_at is not None:
+        if record.processed_at is not None:
             await uow.commit()
             return AlreadyHandled(record)
+        if record.failed_at is not None:
+            await uow.commit()
+            return DeadLettered(DeadLetter(retry_count=max(0, record.error_count - 1)), record, again=True)
         try:
             async with uow:
                 await handler(envelope, uow)

@@ -28,16 +28,18 @@ CACHE_INVALIDATED = "rules.cache_invalidated"
 
 
 async def current_rule_set(uow: UnitOfWork, cache: RuleSetCache, name: str) -> RuleSet | None:
-    """The latest version of ``name``: from the cache, else read (in the caller's block, when one
-    is open) and offered to the cache."""
-    cached = cache.get(name)
+    """The latest version of ``name`` (None: there is none): from the cache, else read (in the
+    caller's block, when one is open) and offered to the cache, absence included."""
+    cached = cache.lookup(name)
     if cached is not None:
-        return cached
+        return cached.rule_set
     ticket = cache.ticket()
     async with uow:
         rule_set = await uow.rule_sets.latest(name)
         await uow.commit()
-    if rule_set is not None:
+    if rule_set is None:
+        cache.offer_absent(name, ticket)
+    else:
         cache.offer(rule_set, ticket)
     return rule_set
 
@@ -139,6 +141,11 @@ class EvictOnInvalidation:
     def __init__(self, cache: RuleSetCache, instance_id: str) -> None:
         self.cache = cache
         self.instance_id = instance_id
+
+    def subscribed(self) -> None:
+        """The subscription (re)connected: invalidations sent while it was away are lost to this
+        instance, so nothing cached before can be trusted."""
+        self.cache.evict(None)
 
     async def __call__(self, envelope: EventEnvelope, uow: UnitOfWork) -> None:
         payload = envelope.payload

@@ -16,7 +16,10 @@ from sqlalchemy import text
 
 from craig.adapters.inprocess.bus import InProcessBus
 from craig.domain.events import EventEnvelope
+from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
+from craig.entrypoints.runtime import metric_refreshers
+from craig.entrypoints.status import collect_status
 from craig.entrypoints.workers.messaging import consumers_running, relay_loop
 from craig.entrypoints.workers.runner import _loops_running
 from craig.ports.messaging import NonRetryable, Subscription
@@ -129,6 +132,15 @@ async def test_an_event_staged_and_committed_is_delivered_once(bus: Container, r
         await _publish_through_outbox(bus, envelope)
         await _eventually(lambda: _has_effect(bus, envelope.id), "delivery")
     assert recorder.calls[envelope.id] == 1
+
+
+async def _published(container: Container, event_id: uuid.UUID) -> bool:
+    """The relay marked the outbox row of ``event_id`` published."""
+    if container.settings().profile.value == "memory":
+        return container.memory_database().raw("event_outbox")[event_id].published_at is not None
+    async with container.postgres().connect() as conn:
+        result = await conn.execute(text("SELECT published_at FROM event_outbox WHERE id = :id"), {"id": event_id})
+        return result.scalar_one() is not None
 
 
 async def _has_effect(container: Container, cause: uuid.UUID) -> bool:
@@ -252,3 +264,28 @@ async def test_a_broadcast_delivery_on_the_in_process_bus_settles_its_own_inbox_
         assert recorder.calls[envelope.id] == 1
     finally:
         bus.event_bus.reset_override()
+
+
+async def test_an_event_no_subscription_takes_is_kept_as_unrouted_and_counted(bus: Container, register_queues) -> None:
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    register_queues(bus, "effects")
+
+    async def ignore(envelope: EventEnvelope, uow: UnitOfWork) -> None:
+        return None
+
+    subscriptions = [Subscription("recorder", ("tests.*",), recorder), Subscription("effects", ("effects.*",), ignore)]
+    nobodys = _event(kind="nobody.listens")
+    wanted = _event()
+    unrouted = bus.unrouted_events()
+    async with consumers_running(bus, subscriptions=subscriptions), _loops_running(bus, [relay_loop(bus)]):
+        await _publish_through_outbox(bus, nobodys, wanted)
+        await _eventually(lambda: _has_effect(bus, wanted.id), "delivery of the wanted event")
+        await _eventually(lambda: _count_is(unrouted, 1), "the unwanted event kept as unrouted")
+    assert await _published(bus, nobodys.id) and await _published(bus, wanted.id)  # and neither lost
+    assert list(recorder.calls) == [wanted.id]
+    status = await collect_status(bus)
+    assert status["unrouted events"]["events no subscription took"] == 1
+    assert status["unrouted events"]["kept in"] == unrouted.location
+    exposition = (await metrics.render(metric_refreshers(bus))).decode()
+    assert "craig_unrouted_events 1.0" in exposition.splitlines()

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from craig.domain.events import EventEnvelope
+from craig.ports.messaging import UNROUTED
 from tests.support.backends import Backend
 
 pytestmark = pytest.mark.contract
@@ -173,3 +174,29 @@ async def every_row(backend: Backend) -> set[tuple[str, uuid.UUID]]:
     async with backend.postgres.transaction() as conn:
         rows = await conn.execute(text("SELECT consumer, event_id FROM event_inbox"))
         return {(consumer, event_id) for consumer, event_id in rows}
+
+
+async def test_waiting_counts_a_consumers_undelivered_rows(backend: Backend) -> None:
+    store = inbox(backend)
+    delivered, waiting = event(), event()
+    for envelope in (delivered, waiting):
+        await store.enqueue("c", envelope, "q.c")
+    await store.enqueue("other", event(), "q.other")
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", delivered, "q.c")
+        await uow.inbox.mark_processed("c", delivered.id)
+        await uow.commit()
+    assert await store.waiting("c") == 1
+    assert await store.waiting("nobody") == 0
+
+
+async def test_unrouted_rows_are_purged_after_the_retention_and_other_waiting_rows_never(backend: Backend) -> None:
+    store = inbox(backend)
+    await store.enqueue(UNROUTED, event(), UNROUTED)
+    await store.enqueue("c", event(), "q.c")  # a delivery nobody consumed yet: never purged
+    await backend.sleep(0.3)
+    fresh = event()
+    await store.enqueue(UNROUTED, fresh, UNROUTED)
+    assert await store.purge_processed(timedelta(seconds=0.2), 100) == 1
+    assert await store.waiting(UNROUTED) == 1 and await store.waiting("c") == 1

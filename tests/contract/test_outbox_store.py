@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
+from craig.ports.errors import BrokerUnavailable
 from craig.ports.outbox import PublishFailure
+from craig.usecases.relay import OutboxRelay
 from tests.support.backends import Backend
 
 pytestmark = pytest.mark.contract
@@ -163,3 +168,108 @@ async def test_stage_many_keeps_the_given_order(backend: Backend) -> None:
         await uow.commit()
     async with backend.outbox.claim_batch(100) as batch:
         assert [r.envelope for r in batch.events] == staged
+
+
+class _FailingFor:
+    """A publisher that refuses every event of one aggregate and records the others."""
+
+    def __init__(self, failing: str) -> None:
+        self.failing = failing
+        self.published: list[EventEnvelope] = []
+
+    async def publish(self, envelope: EventEnvelope) -> None:
+        if envelope.aggregate_id == self.failing:
+            raise BrokerUnavailable("the broker refuses this one")
+        self.published.append(envelope)
+
+
+async def test_a_thousand_held_back_events_do_not_stall_another_aggregate(backend: Backend) -> None:
+    poison = [event("P", n) for n in range(1000)]
+    other = event("Q", 0)
+    uow = backend.uow()
+    async with uow:
+        await uow.outbox.stage_many(poison)
+        await uow.commit()
+    await stage(backend, other)  # staged after all 1,000: the oldest rows are all P's
+    publisher = _FailingFor("P")
+    relay = OutboxRelay(backend.outbox, publisher, batch_size=OUTBOX_BATCH_SIZE, jitter=lambda: 1.0)
+
+    first = await relay.drain_once()  # P's head fails and backs off; its batch-mates wait
+    assert first.failed == 1 and first.published == 0
+    second = await relay.drain_once()
+    assert [e.id for e in publisher.published] == [other.id]
+    assert second.claimed == 1
+    stats = await backend.outbox.stats()
+    assert stats.pending == 1000 and stats.failing == 1
+
+
+async def test_a_relay_skips_the_aggregates_another_relay_holds(backend: Backend) -> None:
+    held = [event("X", n) for n in range(20)]
+    free = event("Y", 0)
+    uow = backend.uow()
+    async with uow:
+        await uow.outbox.stage_many(held)
+        await uow.commit()
+    await stage(backend, free)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def first_relay() -> None:
+        async with backend.outbox.claim_batch(5) as batch:
+            assert [r.envelope for r in batch.events] == held[:5]
+            holding.set()
+            await release.wait()
+            await batch.mark_published([r.id for r in batch.events])
+
+    task = asyncio.create_task(first_relay())
+    await holding.wait()
+    async with backend.outbox.claim_batch(5) as batch:
+        # X's younger events are not claimed (and dropped): the batch goes on to Y.
+        assert [r.envelope for r in batch.events] == [free]
+        await batch.mark_published([r.id for r in batch.events])
+    release.set()
+    await task
+    async with backend.outbox.claim_batch(5) as batch:
+        assert [r.envelope for r in batch.events] == held[5:10]
+
+
+async def test_several_relays_with_failing_publishes_keep_order_per_aggregate(backend: Backend) -> None:
+    aggregates = [f"agg-{n}" for n in range(8)]
+    staged = [event(aggregate, n) for n in range(40) for aggregate in aggregates]
+    for start in range(0, len(staged), 50):
+        uow = backend.uow()
+        async with uow:
+            await uow.outbox.stage_many(staged[start : start + 50])
+            await uow.commit()
+    rng = random.Random(7)
+    published: list[EventEnvelope] = []
+    failures: Counter[uuid.UUID] = Counter()
+
+    class Flaky:
+        """Fails one publish in ten, each event twice at most (backoffs of 0.5 s and 1 s)."""
+
+        async def publish(self, envelope: EventEnvelope) -> None:
+            await asyncio.sleep(rng.random() / 1000)
+            if failures[envelope.id] < 2 and rng.random() < 0.1:
+                failures[envelope.id] += 1
+                raise BrokerUnavailable("flaky")
+            published.append(envelope)
+
+    relays = [OutboxRelay(backend.outbox, Flaky(), batch_size=7, jitter=lambda: 0.0) for _ in range(4)]
+
+    async def drain(relay: OutboxRelay) -> None:
+        for _ in range(2000):
+            if (await backend.outbox.stats()).pending == 0:
+                return
+            report = await relay.drain_once()
+            if not report.published:
+                await backend.sleep(0.02)  # lets the backoffs run out
+
+    await asyncio.gather(*(drain(relay) for relay in relays))
+    assert (await backend.outbox.stats()).pending == 0
+    first_seen: dict[str, list[int]] = {}
+    seen: set[uuid.UUID] = set()
+    for envelope in published:
+        if envelope.id not in seen:
+            seen.add(envelope.id)
+            first_seen.setdefault(envelope.aggregate_id, []).append(envelope.payload["n"])
+    assert first_seen == {aggregate: list(range(40)) for aggregate in aggregates}

@@ -65,6 +65,17 @@ def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url
         assert len(fetch(url, indexes)) == 3
 
 
+def test_0012_indexes_backing_off_outbox_events_and_downgrades_cleanly(pg_server_url: str) -> None:
+    indexes = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_event_outbox_backing_off'"
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0012")
+        assert len(fetch(url, indexes)) == 1
+        migrations.downgrade(url, "0010")
+        assert fetch(url, indexes) == []
+        migrations.upgrade(url, "0012")
+        assert len(fetch(url, indexes)) == 1
+
+
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
     with scratch_database(pg_server_url) as url:
         migrations.upgrade_to_head(url)

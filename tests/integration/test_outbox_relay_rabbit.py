@@ -19,7 +19,7 @@ import pytest
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.adapters.rabbit.bus import RabbitEventBus
+from craig.adapters.rabbit.bus import ALTERNATE_EXCHANGE, RabbitEventBus
 from craig.domain.events import EventEnvelope
 from craig.usecases.relay import OutboxRelay
 from tests.support.ciphers import TEST_CIPHER
@@ -64,7 +64,12 @@ async def _stage_concurrently(database: PostgresDatabase, writers: int, aggregat
 async def _collector(url: str, names: BrokerNames) -> tuple[aio_pika.abc.AbstractRobustConnection, list[dict]]:
     connection = await aio_pika.connect_robust(url)
     channel = await connection.channel()
-    exchange = await channel.declare_exchange(names.events_exchange, aio_pika.ExchangeType.TOPIC, durable=True)
+    exchange = await channel.declare_exchange(  # as Craig declares it
+        names.events_exchange,
+        aio_pika.ExchangeType.TOPIC,
+        durable=True,
+        arguments={ALTERNATE_EXCHANGE: names.unrouted_exchange},
+    )
     queue = await channel.declare_queue(names.queue("collector"), durable=True)
     await queue.bind(exchange, routing_key="#")
     received: list[dict] = []

@@ -11,6 +11,7 @@ from dependency_injector import providers
 
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
+from craig.adapters.rabbit.unrouted import RabbitUnroutedEvents
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
 from craig.entrypoints.settings import InboxSettings, OutboxSettings
@@ -50,6 +51,7 @@ async def bus_container(
         bus = rabbit_bus(request.getfixturevalue("rabbit_url"), names)
         container.event_bus.override(providers.Object(bus))
         container.dead_letters.override(providers.Object(RabbitDeadLetters(bus)))
+        container.unrouted_events.override(providers.Object(RabbitUnroutedEvents(bus)))
         for suffix in ("dead-letters",):
             names.queues.append(f"{names.queue_prefix}.{suffix}")
     async with running(container):

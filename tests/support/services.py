@@ -76,6 +76,16 @@ class BrokerNames:
         tag = f"t{uuid.uuid4().hex[:8]}"
         return cls(f"craig.events.{tag}", f"craig.dlx.{tag}", f"craig.{tag}")
 
+    @property
+    def unrouted_exchange(self) -> str:
+        """The events exchange's alternate exchange, which the bus declares (deleted after the test)."""
+        return f"{self.events_exchange}.unrouted"
+
+    @property
+    def unrouted_queue(self) -> str:
+        """The bus's queue of unroutable events (deleted after the test)."""
+        return f"{self.queue_prefix}.unrouted"
+
     def queue(self, suffix: str) -> str:
         """``<queue_prefix>.<suffix>``, remembered for deletion after the test."""
         name = f"{self.queue_prefix}.{suffix}"

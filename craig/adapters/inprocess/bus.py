@@ -6,6 +6,10 @@ subscription (``INSERT ... ON CONFLICT DO NOTHING``), and each consumer loop cla
 crash exactly like the event did, retries wait out their backoff in ``next_attempt_at``, and
 the dead letters are the inbox rows marked ``failed_at``. Same port, same retry and DLX
 semantics as RabbitMQ; no broker to install.
+
+An event no subscription takes is recorded under the reserved consumer ``craig.unrouted``
+(never claimed), the counterpart of RabbitMQ's ``craig.unrouted`` queue; those rows are purged
+with the processed ones after the inbox retention.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from craig.domain.events import EventEnvelope
 from craig.domain.routing import topic_matches
 from craig.ports.inbox import InboxRecord, InboxStore
 from craig.ports.messaging import (
+    UNROUTED,
     DeadLetterInfo,
     DeadLetterQueue,
     Delivery,
     EventBus,
     Subscription,
+    UnroutedEvents,
 )
 
 log = structlog.get_logger(__name__)
@@ -66,10 +72,14 @@ class InProcessBus(EventBus):
             self._wake.setdefault(consumer, asyncio.Event())
 
     async def publish(self, envelope: EventEnvelope) -> None:
+        routed = False
         for consumer, patterns in self._routes.items():
             if any(topic_matches(pattern, envelope.type) for pattern in patterns):
                 await self.inbox.enqueue(consumer, envelope, queue_name(consumer))
                 self._wake[consumer].set()
+                routed = True
+        if not routed:
+            await self.inbox.enqueue(UNROUTED, envelope, UNROUTED)
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
         await self.connect([subscription for subscription, _ in consumers])
@@ -77,6 +87,8 @@ class InProcessBus(EventBus):
             consumer = subscription.inbox_consumer(self.instance_id)
             task = asyncio.create_task(self._run(consumer, delivery), name=f"inbox:{consumer}")
             self._tasks.append(task)
+            if subscription.on_connected is not None:  # never disconnected afterwards
+                subscription.on_connected()
 
     async def _run(self, consumer: str, delivery: Delivery) -> None:
         wake = self._wake[consumer]
@@ -144,3 +156,17 @@ class InboxDeadLetters(DeadLetterQueue):
         for letter in chosen:
             await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it
         return chosen
+
+
+class InboxUnroutedEvents(UnroutedEvents):
+    """Unrouted events of the in-process bus: inbox rows of the reserved consumer."""
+
+    def __init__(self, inbox: InboxStore) -> None:
+        self.inbox = inbox
+
+    @property
+    def location(self) -> str:
+        return f"inbox rows of consumer {UNROUTED}"
+
+    async def count(self) -> int:
+        return await self.inbox.waiting(UNROUTED)

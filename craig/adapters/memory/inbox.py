@@ -12,6 +12,7 @@ import attrs
 from craig.adapters.memory.database import MemoryTransaction
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
+from craig.ports.messaging import UNROUTED
 
 if TYPE_CHECKING:
     from craig.adapters.memory.database import MemoryDatabase
@@ -147,6 +148,11 @@ class MemoryInboxStore(InboxStore):
             dead: list[InboxRow] = sorted(tx.select(TABLE, lambda r: r.failed_at is not None), key=lambda r: r.sequence)
             return [r.record() for r in dead[:limit]]
 
+    async def waiting(self, consumer: str) -> int:
+        async with self.db.transaction() as tx:
+            rows = tx.select(TABLE, lambda r: r.consumer == consumer and r.processed_at is None and r.failed_at is None)
+            return len(rows)
+
     async def stats(self) -> InboxStats:
         async with self.db.transaction() as tx:
             rows: list[InboxRow] = list(tx.rows(TABLE))
@@ -159,10 +165,13 @@ class MemoryInboxStore(InboxStore):
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
         async with self.db.transaction() as tx:
             cutoff = self.db.now() - older_than
-            doomed = [
-                (r.consumer, r.event_id)
-                for r in tx.select(TABLE, lambda r: r.processed_at is not None and r.processed_at < cutoff)
-            ][:batch_size]
+
+            def expired(r: InboxRow) -> bool:
+                if r.processed_at is not None:
+                    return r.processed_at < cutoff
+                return r.consumer == UNROUTED and r.failed_at is None and r.next_attempt_at < cutoff
+
+            doomed = [(r.consumer, r.event_id) for r in tx.select(TABLE, expired)][:batch_size]
             for key in doomed:
                 tx.delete(TABLE, key)
             return len(doomed)

@@ -83,26 +83,38 @@ class _MemoryBatch(OutboxBatch):
 
 
 class MemoryOutboxRelayStore(OutboxRelayStore):
-    """Claimed rows are "row-locked" in ``_locked`` for the life of the batch, so concurrent
-    claimers skip them (``SKIP LOCKED``) without holding the database lock while publishing."""
+    """Claimed rows are "row-locked" in ``_locked`` and their aggregates held in ``_held`` for the
+    life of the batch, so concurrent claimers skip them (``SKIP LOCKED``, and the relays' aggregate
+    locks of PostgreSQL) without holding the database lock while publishing. Writers need no lock
+    of their own: memory transactions run one at a time, so ``seq`` order is commit order."""
 
     def __init__(self, db: MemoryDatabase) -> None:
         self.db = db
         self._locked: set[UUID] = set()
+        self._held: set[tuple[str, str]] = set()
 
     @asynccontextmanager
     async def claim_batch(self, limit: int) -> AsyncIterator[OutboxBatch]:
         async with self.db.transaction() as tx:
             now = self.db.now()
             pending: list[OutboxRow] = sorted(tx.select(TABLE, lambda r: r.published_at is None), key=lambda r: r.seq)
-            due = [r for r in pending if r.next_attempt_at <= now and r.id not in self._locked][:limit]
+            backing_off: set[tuple[str, str]] = set()
+            due: list[OutboxRow] = []
+            for row in pending:
+                if row.next_attempt_at > now:
+                    backing_off.add(row.aggregate)
+                elif not (row.aggregate in backing_off or row.aggregate in self._held or row.id in self._locked):
+                    due.append(row)
+            due = due[:limit]
             chosen = {r.id for r in due}
+            aggregates = {r.aggregate for r in due}
             oldest_outside: dict[tuple[str, str], int] = {}
             for row in pending:
                 if row.id not in chosen:
                     oldest_outside.setdefault(row.aggregate, row.seq)
             rows = publishable_in_order(due, oldest_outside)
             self._locked.update(chosen)
+            self._held.update(aggregates)
         batch = _MemoryBatch(rows)
         try:
             yield batch
@@ -125,6 +137,7 @@ class MemoryOutboxRelayStore(OutboxRelayStore):
                     )
         finally:
             self._locked.difference_update(chosen)
+            self._held.difference_update(aggregates)
 
     async def wait_for_events(self, timeout: timedelta) -> None:
         await self.db.notifier.wait(CHANNEL, "", timeout)

@@ -17,6 +17,7 @@ from craig.adapters.postgres.errors import db_errors
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
+from craig.ports.messaging import UNROUTED
 
 if TYPE_CHECKING:
     from craig.adapters.postgres.database import PostgresDatabase
@@ -90,12 +91,24 @@ _STATS = text(
 )
 _DEAD_COUNT = BoundedCount("event_inbox", "failed_at IS NOT NULL", "failed_at")
 _PROCESSED_COUNT = BoundedCount("event_inbox", "processed_at IS NOT NULL", "processed_at")
+_WAITING = text(
+    "SELECT count(*) FROM event_inbox WHERE consumer = :consumer AND processed_at IS NULL AND failed_at IS NULL"
+)
+# Unrouted rows are never attempted: their next_attempt_at is their arrival (idx_event_inbox_due).
 _PURGE = text(
     """
     DELETE FROM event_inbox WHERE (consumer, event_id) IN (
-        SELECT consumer, event_id FROM event_inbox
-         WHERE processed_at IS NOT NULL AND processed_at < now() - make_interval(secs => :age)
-         LIMIT :batch)
+        SELECT consumer, event_id FROM (
+            (SELECT consumer, event_id FROM event_inbox
+              WHERE processed_at IS NOT NULL AND processed_at < now() - make_interval(secs => :age)
+              LIMIT :batch)
+            UNION ALL
+            (SELECT consumer, event_id FROM event_inbox
+              WHERE consumer = :unrouted AND processed_at IS NULL AND failed_at IS NULL
+                AND next_attempt_at < now() - make_interval(secs => :age)
+              LIMIT :batch)
+        ) AS expired
+        LIMIT :batch)
     """
 )
 
@@ -188,6 +201,10 @@ class PostgresInboxStore(InboxStore):
         async with self.database.transaction() as conn:
             return [_record(r) for r in (await conn.execute(_DEAD, {"limit": limit})).mappings()]
 
+    async def waiting(self, consumer: str) -> int:
+        async with self.database.transaction() as conn:
+            return int((await conn.execute(_WAITING, {"consumer": consumer})).scalar_one())
+
     async def stats(self) -> InboxStats:
         async with self.database.transaction() as conn:
             retrying = (await conn.execute(_STATS)).scalar_one()
@@ -197,7 +214,8 @@ class PostgresInboxStore(InboxStore):
 
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
-            result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
+            params = {"age": older_than.total_seconds(), "batch": batch_size, "unrouted": UNROUTED}
+            result = await conn.execute(_PURGE, params)
             return int(result.rowcount or 0)
 
     async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:

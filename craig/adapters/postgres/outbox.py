@@ -1,9 +1,19 @@
-"""PostgreSQL adapters of the outbox ports (seed: ``stage_event`` and ``drain_once``).
+"""PostgreSQL adapters of the outbox ports.
 
-Improvements on the seed: a batch is marked published with ONE statement; a failed publish
-gets capped exponential backoff (``next_attempt_at``) instead of being retried on every pass;
-and an event is held back while an older event of its aggregate is unpublished outside the
-batch, so several relays keep per-aggregate order.
+A batch is marked published with ONE statement; a failed publish gets capped exponential
+backoff (``next_attempt_at``) instead of being retried on every pass.
+
+Order per aggregate rests on two locks:
+
+* Writers: staging takes ``pg_advisory_xact_lock`` on the aggregate (bigint key space) in the
+  same statement as the INSERT and before the row's ``seq`` is drawn, so writers of one aggregate
+  queue up and its events' ``seq`` order is their commit order.
+* Relays: a relay claims a batch under ``pg_try_advisory_xact_lock`` on each of its aggregates
+  (two-int key space, so never in a writer's way). A claim skips every aggregate another relay
+  holds, and every row with an older sibling that is backing off after a failed publish, so a
+  failing event holds back its own aggregate only and never fills a batch with rows that must
+  wait. A last check in a fresh snapshot drops any row whose older sibling is still unpublished
+  outside the batch (a race with a relay that just committed).
 """
 
 from __future__ import annotations
@@ -43,19 +53,35 @@ if TYPE_CHECKING:
 CHANNEL = "craig_outbox"
 _JSON = msgspec.json.Encoder()  # the same JSON as json.dumps, several times faster
 
+#: Writers of one aggregate serialise on this key until they commit (see the module docstring).
+_AGGREGATE_KEY = "hashtextextended('craig.outbox:' || {type} || '/' || {id}, 0)"
+
+# The lock is taken while the source row is produced, so before the INSERT draws ``seq``.
 _STAGE = text(
-    """
+    f"""
+    WITH locked AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock({_AGGREGATE_KEY.format(type=":aggregate_type", id=":aggregate_id")})
+    )
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
-    VALUES (:id, :envelope, :event_type, :aggregate_type, :aggregate_id)
+    SELECT :id, :envelope, :event_type, :aggregate_type, :aggregate_id FROM locked
     """
 ).bindparams(bindparam("envelope", type_=JSONB))
 
 # Several events in one statement; WITH ORDINALITY keeps their order in the identity column.
+# Every aggregate's lock is taken first, in key order (the aggregate consumes the sorted keys
+# one by one), so two transactions staging the same aggregates cannot deadlock.
 _STAGE_MANY = text(
-    """
+    f"""
+    WITH locked AS MATERIALIZED (
+        SELECT count(pg_advisory_xact_lock(k.key)) AS n
+          FROM (SELECT DISTINCT {_AGGREGATE_KEY.format(type="a.t", id="a.i")} AS key
+                  FROM unnest(:aggregate_types, :aggregate_ids) AS a(t, i)
+                 ORDER BY 1) AS k
+    )
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
     SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
-      FROM unnest(:event_ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
+      FROM locked,
+           unnest(:event_ids, :envelopes, :types, :aggregate_types, :aggregate_ids)
            WITH ORDINALITY AS e(id, envelope, event_type, aggregate_type, aggregate_id, n)
      ORDER BY e.n
     """
@@ -67,17 +93,48 @@ _STAGE_MANY = text(
     bindparam("aggregate_ids", type_=ARRAY(TEXT)),
 )
 
+#: The relays' advisory-lock class (first key of the two-int form); the second key is the
+#: aggregate's 31-bit hash, so it reads back unchanged from ``pg_locks.objid``.
+RELAY_LOCK_CLASS = 0x43524149
+_RELAY_KEY = "(hashtext(o.aggregate_type || '/' || o.aggregate_id) & 2147483647)"
+
+# busy: aggregates other relays hold (in this database). candidates: the oldest due rows whose
+# aggregate is neither busy nor held back by an older row backing off (a probe into the small
+# partial index of failed rows), row-locked with SKIP LOCKED. mine: their aggregates, locked for
+# this relay; a row whose aggregate another relay locked in between is left out.
 _CLAIM = text(
-    """
-    SELECT id, seq, envelope, attempts, aggregate_type, aggregate_id
-      FROM event_outbox
-     WHERE published_at IS NULL AND next_attempt_at <= now()
-     ORDER BY seq
-     LIMIT :limit
-       FOR UPDATE SKIP LOCKED
+    f"""
+    WITH busy AS MATERIALIZED (
+        SELECT l.objid::bigint AS key
+          FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.classid = {RELAY_LOCK_CLASS} AND l.objsubid = 2
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND l.pid <> pg_backend_pid()
+    ), candidates AS MATERIALIZED (
+        SELECT o.id, o.seq, o.envelope, o.attempts, {_RELAY_KEY} AS key
+          FROM event_outbox o
+         WHERE o.published_at IS NULL AND o.next_attempt_at <= now()
+           AND {_RELAY_KEY} NOT IN (SELECT key FROM busy)
+           AND NOT EXISTS (
+               SELECT 1 FROM event_outbox p
+                WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = o.aggregate_id
+                  AND p.published_at IS NULL AND p.attempts > 0 AND p.seq < o.seq
+                  AND p.next_attempt_at > now())
+         ORDER BY o.seq
+         LIMIT :limit
+           FOR UPDATE OF o SKIP LOCKED
+    ), mine AS MATERIALIZED (
+        SELECT d.key FROM (SELECT DISTINCT key FROM candidates) AS d
+         WHERE pg_try_advisory_xact_lock({RELAY_LOCK_CLASS}, d.key)
+    )
+    SELECT c.id, c.seq, c.envelope, c.attempts
+      FROM candidates c
+     WHERE c.key IN (SELECT key FROM mine)
+     ORDER BY c.seq
     """
 )
 # For the aggregates of a claimed batch: the oldest unpublished event that is NOT in the batch.
+# A new statement, so a new snapshot: it sees what relays committed while this one claimed.
 _OLDEST_OUTSIDE = text(
     """
     SELECT o.aggregate_type, o.aggregate_id, min(o.seq) AS seq
@@ -207,7 +264,7 @@ class PostgresOutboxRelayStore(OutboxRelayStore):
             records = [OutboxRecord(r["id"], r["seq"], _envelope(r["envelope"]), r["attempts"]) for r in rows]
             oldest_outside: dict[tuple[str, str], int] = {}
             if records:
-                aggregates = sorted({(r["aggregate_type"], r["aggregate_id"]) for r in rows})
+                aggregates = sorted({r.aggregate for r in records})
                 outside = await conn.execute(
                     _OLDEST_OUTSIDE,
                     {

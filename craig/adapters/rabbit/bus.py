@@ -12,19 +12,28 @@ Topology, per subscription ``c`` (queue prefix ``p``):
 * ``craig.dlx`` (topic) with the durable queue ``p.dead-letters`` bound to ``#``: poison
   messages land there with ``x-original-queue``, ``x-retry-count``, ``x-last-error`` and
   ``x-first-failed-at``, for ``craig dlx list`` / ``replay``.
+* ``craig.events.unrouted`` (fanout), the events exchange's ``alternate-exchange``, with the
+  durable queue ``p.unrouted``: an event no queue takes is kept there, never dropped.
 
 A broadcast subscription gets ``p.c.<instance>`` (auto-deleted) so every instance sees every
-event. Publishing waits for the broker's confirm and is persistent.
+event. Publishing waits for the broker's confirm, is persistent and ``mandatory``: a message the
+broker cannot route is returned and its publish fails, except an event, which then goes to
+``p.unrouted`` directly. That covers an events exchange declared before Craig gave it its
+alternate exchange: RabbitMQ refuses to redeclare it with the argument (PRECONDITION_FAILED),
+so Craig logs how to add it by policy and keeps the exchange as it is.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import aio_pika
+import aiormq
 import structlog
 from faststream import AckPolicy
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
@@ -50,6 +59,11 @@ log = structlog.get_logger(__name__)
 INFRASTRUCTURE_RETRY = timedelta(seconds=5)
 MAX_HEADER_ERROR = 1000
 BROADCAST_QUEUE_EXPIRES_MS = 60 * 60 * 1000
+ALTERNATE_EXCHANGE = "alternate-exchange"
+
+
+class Unroutable(BrokerUnavailable):
+    """The broker returned a ``mandatory`` message: no queue is bound for it."""
 
 
 class RabbitEventBus(EventBus):
@@ -71,10 +85,21 @@ class RabbitEventBus(EventBus):
         self.broker = RabbitBroker(
             url,
             log_level=logging.DEBUG,
-            default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True),
+            default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
             graceful_timeout=15.0,
+            on_reconnected=[self._reconnected],
         )
-        self.events = RabbitExchange(events_exchange, type=ExchangeType.TOPIC, durable=True)
+        self._on_connected: list[Callable[[], object]] = []
+        self.unrouted_exchange = RabbitExchange(f"{events_exchange}.unrouted", type=ExchangeType.FANOUT, durable=True)
+        self.unrouted_queue = f"{queue_prefix}.unrouted"
+        self.events = RabbitExchange(
+            events_exchange,
+            type=ExchangeType.TOPIC,
+            durable=True,
+            arguments={ALTERNATE_EXCHANGE: self.unrouted_exchange.name},
+        )
+        #: False when the events exchange predates its alternate exchange (see the module docstring).
+        self.has_alternate_exchange: bool | None = None
         self.dlx = RabbitExchange(dlx_exchange, type=ExchangeType.TOPIC, durable=True)
         self.dead_letter_queue = f"{queue_prefix}.dead-letters"
         self._consumer_of: dict[str, str] = {}  # work queue -> inbox consumer key
@@ -93,6 +118,10 @@ class RabbitEventBus(EventBus):
         try:
             if not self._connected:  # once per connection, not on every call (metrics call it too)
                 await self.broker.connect()
+                await self.broker.declare_exchange(self.unrouted_exchange)
+                unrouted = await self.broker.declare_queue(RabbitQueue(self.unrouted_queue, durable=True))
+                await unrouted.bind(self.unrouted_exchange.name)
+                await self._declare_events_exchange()
                 await self.broker.declare_exchange(self.events)
                 await self.broker.declare_exchange(self.dlx)
                 dead = await self.broker.declare_queue(RabbitQueue(self.dead_letter_queue, durable=True))
@@ -105,6 +134,33 @@ class RabbitEventBus(EventBus):
             raise
         except Exception as error:
             raise BrokerUnavailable(f"cannot reach RabbitMQ ({_safe(self.url)}): {error}") from error
+
+    async def _declare_events_exchange(self) -> None:
+        """Declare the events exchange with its alternate exchange, on a connection of its own: a
+        refused declaration closes its channel, which must not be the one everything else uses."""
+        connection = await aio_pika.connect(self.url, timeout=self.publish_timeout)
+        try:
+            channel = await connection.channel()
+            try:
+                await channel.declare_exchange(
+                    self.events.name, aio_pika.ExchangeType.TOPIC, durable=True, arguments=self.events.arguments
+                )
+                self.has_alternate_exchange = True
+            except aiormq.exceptions.ChannelPreconditionFailed as error:
+                self.has_alternate_exchange = False
+                self.events = RabbitExchange(self.events.name, type=ExchangeType.TOPIC, durable=True, declare=False)
+                log.warning(
+                    "the events exchange was declared without an alternate exchange; Craig keeps unroutable "
+                    "events all the same (RabbitMQ returns them, Craig re-publishes them to the unrouted "
+                    "queue), but the broker should do it. Fix: rabbitmqctl set_policy craig-unrouted "
+                    f"'^{re.escape(self.events.name)}$' "
+                    f'\'{{"{ALTERNATE_EXCHANGE}":"{self.unrouted_exchange.name}"}}\' --apply-to exchanges',
+                    exchange=self.events.name,
+                    unrouted_queue=self.unrouted_queue,
+                    error=str(error),
+                )
+        finally:
+            await connection.close()
 
     async def _declare(self, subscription: Subscription) -> RabbitQueue:
         name = self.work_queue(subscription)
@@ -133,12 +189,27 @@ class RabbitEventBus(EventBus):
                 ack_policy=AckPolicy.MANUAL,
             )
             subscriber(self._handler(queue.name, delivery))
+            if subscription.on_connected is not None:
+                self._on_connected.append(subscription.on_connected)
         try:
             await self.broker.start()
         except Exception as error:
             raise BrokerUnavailable(f"cannot start consuming from RabbitMQ: {error}") from error
+        self._reconnected()
+
+    def _reconnected(self, *_connection: object) -> None:
+        """After consuming starts, and (aio-pika) once a lost connection is back with its
+        channels, queues, bindings and consumers restored."""
+        if self._on_connected:
+            log.info("subscriptions (re)connected", instance=self.instance_id, hooks=len(self._on_connected))
+        for hook in self._on_connected:
+            try:
+                hook()
+            except Exception as error:  # one hook must not keep the others from running
+                log.warning("an on_connected hook failed", error=str(error))
 
     async def close(self) -> None:
+        self._on_connected.clear()
         await self.broker.stop()
         self._connected = False
 
@@ -151,25 +222,38 @@ class RabbitEventBus(EventBus):
         headers = {"x-event-type": envelope.type, "x-source": envelope.source}
         if envelope.correlation_id:
             headers["x-correlation-id"] = str(envelope.correlation_id)
-        await self._send(
-            json.dumps(envelope.to_json()).encode(),
-            exchange=self.events,
-            routing_key=envelope.type,
-            message_id=str(envelope.id),
-            headers=headers,
-            correlation_id=str(envelope.correlation_id) if envelope.correlation_id else None,
-        )
+        body = json.dumps(envelope.to_json()).encode()
+        correlation_id = str(envelope.correlation_id) if envelope.correlation_id else None
+        try:
+            await self._send(
+                body,
+                exchange=self.events,
+                routing_key=envelope.type,
+                message_id=str(envelope.id),
+                headers=headers,
+                correlation_id=correlation_id,
+            )
+        except Unroutable:  # no alternate exchange took it (see the module docstring)
+            await self._send(
+                body,
+                queue=self.unrouted_queue,
+                message_id=str(envelope.id),
+                headers={**headers, "x-unrouted-exchange": self.events.name, "x-unrouted-routing-key": envelope.type},
+                correlation_id=correlation_id,
+            )
 
     async def _send(self, body: bytes, **kwargs: Any) -> None:
         try:
             await self.broker.publish(
                 body,
                 persist=True,
-                mandatory=False,
+                mandatory=True,
                 content_type="application/json",
                 timeout=self.publish_timeout,
                 **kwargs,
             )
+        except aiormq.exceptions.PublishError as error:
+            raise Unroutable(f"publish returned by RabbitMQ, no queue takes it: {error}") from error
         except Exception as error:
             raise BrokerUnavailable(f"publish not confirmed: {type(error).__name__}: {error}") from error
 

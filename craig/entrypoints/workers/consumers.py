@@ -7,12 +7,15 @@ from craig.ports.messaging import Subscription
 
 
 def subscriptions_for(container: Container) -> list[Subscription]:
+    evict_rule_cache = container.evict_rule_cache()
     return [
-        # rules.cache_invalidated, broadcast to every instance (issue 8)
+        # rules.cache_invalidated, broadcast to every instance; the cache is dropped whenever the
+        # subscription (re)connects, as invalidations sent meanwhile are lost to this instance
         Subscription(
             consumer="rules-cache",
             event_types=("rules.cache_invalidated",),
-            handler=container.evict_rule_cache(),
+            handler=evict_rule_cache,
             broadcast=True,
+            on_connected=evict_rule_cache.subscribed,
         ),
     ]

@@ -63,7 +63,14 @@ def delivery_for(container: Container, subscription: Subscription) -> Delivery:
             assert isinstance(outcome, DeadLettered)
             metrics.inbox_dead_lettered.labels(subscription.consumer).inc()
             record = outcome.record
-            log.warning("event dead-lettered", consumer=consumer, event_id=str(envelope.id), error=record.last_error)
+            log.warning(
+                "event dead-lettered again (redelivered after it was dead-lettered)"
+                if outcome.again
+                else "event dead-lettered",
+                consumer=consumer,
+                event_id=str(envelope.id),
+                error=record.last_error,
+            )
             result = SendToDeadLetters(outcome.decision.retry_count, record.last_error or "", record.first_failed_at)
         return result
 
