@@ -61,4 +61,4 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         assert public_tables(url) <= {"alembic_version"}
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
-        assert migrations.head_revision() == "0010"
+        assert migrations.head_revision() == "0011"

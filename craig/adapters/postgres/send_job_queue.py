@@ -169,7 +169,7 @@ class PostgresSendJobQueue(SendJobQueue):
         return PassResult(recorded, await self._claims(claimed, max_rate_wait), busy)
 
     async def _claims(self, rows: Sequence[Mapping[str, Any]], max_rate_wait: timedelta) -> list[Claim]:
-        jobs = {row["id"]: job_from_row(row) for row in rows}
+        jobs = {row["id"]: job_from_row(row, self._cipher) for row in rows}
         partners = await self._partners_of({row["partner_id"] for row in rows})
         grants = {row["partner_id"]: (row["granted"], row["first_wait"]) for row in rows}
         claims: list[Claim] = []
