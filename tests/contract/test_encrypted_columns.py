@@ -22,7 +22,7 @@ from craig.adapters.memory.key_rotation import MemoryEncryptedColumnStore
 from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS, plaintext_columns
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
-from craig.adapters.sealed_fields import CONTACT_SUMMARY, SEND_JOB_PAYLOAD, UnreadableJson
+from craig.adapters.sealed_fields import CONTACT_SUMMARY, RESPONSE_BODY, SEND_JOB_PAYLOAD, UnreadableJson
 from craig.domain.attachments import Attachment, new_attachment
 from craig.domain.cases import Case, new_case
 from craig.domain.contacts import Contact, new_contact
@@ -296,3 +296,26 @@ async def test_rotation_upgrades_v1_values_and_legacy_plaintext_in_every_column(
     assert await read_everything(backend, strict, written) == expected(written)
     again = await RotateKeys(column_store(backend), ring, ENCRYPTED_COLUMNS, batch_size=2)()
     assert sum(r.rewritten for r in again) == 0
+
+
+async def test_a_response_stored_without_its_body_stores_nothing_to_encrypt(backend: Backend) -> None:
+    cipher = ModeCipher(FieldEncryptor.from_setting(new_key()), "required")
+    store = idempotency_store(backend, cipher)
+    responses = {
+        uuid.uuid4().hex: StoredResponse(201, (), b"", body_too_large=True),
+        uuid.uuid4().hex: StoredResponse(204, (), b""),
+        uuid.uuid4().hex: StoredResponse(201, (("content-type", "application/json"),), b'{"id":1}'),
+    }
+    uow = uow_with(backend, cipher)
+    for key, response in responses.items():
+        request = ClaimRequest(cache_key=key, method="POST", path="/v1/x", user_sub=None, fingerprint="f")
+        claimed = await store.try_claim(request, timedelta(seconds=30))
+        assert isinstance(claimed, Claimed)
+        async with uow:
+            await uow.idempotency.finalize_succeeded(key, claimed.slot.claim_token, response)
+            await uow.commit()
+    stored = dict(await cells(backend, RESPONSE_BODY))
+    assert [stored[key] is None for key in responses] == [True, True, False]
+    for key, response in responses.items():
+        slot, _ = await store.get(key)
+        assert slot is not None and slot.response == response

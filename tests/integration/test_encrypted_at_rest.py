@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -246,6 +247,37 @@ async def test_a_partner_that_echoes_the_payload_puts_none_of_it_into_events(pg_
     events = cells[("event_outbox", "envelope")]
     assert any('"partner answered 422"' in envelope for envelope in events)
     assert not any(MARK in envelope for envelope in events)
+
+
+async def test_a_job_whose_payload_does_not_decrypt_is_never_sent(api: Api, pg_url: str) -> None:
+    partner = await api.post("/v1/exchange/partners", api.admin, json=registration(api.fake_base, "County"))
+    good, bad = [
+        await api.post(
+            "/v1/exchange/transactions", api.worker, json={"partner_ids": [partner["id"]], "payload": {"n": n}}
+        )
+        for n in (1, 2)
+    ]
+    conn = await asyncpg.connect(libpq_dsn(pg_url))
+    try:  # the transaction's own ciphertext, bound to another table, moved onto its job
+        await conn.execute(
+            "UPDATE exchange_send_jobs j SET payload = t.payload FROM exchange_transactions t "
+            "WHERE t.id = j.transaction_id AND j.id = $1",
+            uuid.UUID(bad["jobs"][0]["id"]),
+        )
+    finally:
+        await conn.close()
+    worker = api.container.send_job_worker()
+    try:
+        await worker.drain()
+    finally:
+        await worker.aclose()
+    assert [json.loads(body) for body in api.fake.bodies] == [{"n": 1}]  # only the good one went out
+    jobs = {
+        key: (await api.client.get(f"/v1/exchange/transactions/{t['id']}", headers=api.admin)).json()["jobs"][0]
+        for key, t in (("good", good), ("bad", bad))
+    }
+    assert jobs["good"]["status"] == "sent"
+    assert jobs["bad"]["status"] == "in_flight"  # its lease brings it back, until its attempts run out
 
 
 # --- craig keys rotate on what older code left -------------------------------------------------
