@@ -280,6 +280,37 @@ async def test_a_job_whose_payload_does_not_decrypt_is_never_sent(api: Api, pg_u
     assert jobs["bad"]["status"] == "in_flight"  # its lease brings it back, until its attempts run out
 
 
+async def test_an_attachment_stored_under_the_old_key_layout_still_downloads(api: Api, pg_url: str) -> None:
+    """Rows written before keys dropped the file name: their key ends in it, and their file name
+    is plaintext (read as such until rotated)."""
+    case = await api.post("/v1/cases", api.worker, json={"title": "Doe"})
+    contact_body = {"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00Z", "summary": "ok"}
+    contact = await api.post(f"/v1/cases/{case['id']}/contacts", api.worker, json=contact_body)
+    attachment_id, png = uuid.uuid4(), png_bytes()
+    legacy_key = f"cases/contacts/{case['id']}/{contact['id']}/{attachment_id}/old photo.png"
+    await api.container.object_store().put(legacy_key, png, "image/png")
+    conn = await asyncpg.connect(libpq_dsn(pg_url))
+    try:
+        await conn.execute(
+            "INSERT INTO contact_attachments (id, contact_id, file_name, content_type, file_size, object_key,"
+            " object_status, uploaded_by, worker_name) VALUES ($1, $2, 'old photo.png', 'image/png', $3, $4,"
+            " 'present', $5, 'Ann')",
+            attachment_id,
+            uuid.UUID(contact["id"]),
+            len(png),
+            legacy_key,
+            uuid.uuid4(),
+        )
+    finally:
+        await conn.close()
+    path = f"/v1/cases/{case['id']}/contacts/{contact['id']}/attachments/{attachment_id}"
+    shown = await api.client.get(path, headers=api.worker)
+    assert shown.status_code == 200 and shown.json()["file_name"] == "old photo.png"
+    download = await api.client.get(f"{path}/content", headers=api.worker)
+    assert download.status_code == 200 and download.content == png
+    assert 'filename="old photo.png"' in download.headers["content-disposition"]
+
+
 # --- craig keys rotate on what older code left -------------------------------------------------
 
 
