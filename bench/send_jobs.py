@@ -147,7 +147,7 @@ async def _craig_enqueue_one_statement(
     conn: DedicatedConnection, partners: list[Partner], tx: ExchangeTransaction
 ) -> None:
     """Enqueue 10 jobs with the repository's INSERT as one statement, as pgqueuer's enqueue does."""
-    await conn.fetch(_ADD_JOBS, add_params(_jobs(partners, tx, 10), as_text=True))
+    await conn.fetch(_ADD_JOBS, add_params(_jobs(partners, tx, 10), BENCH_CIPHER))
 
 
 async def _craig_workers(

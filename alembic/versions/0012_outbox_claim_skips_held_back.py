@@ -6,7 +6,7 @@ index holds only failed, unpublished events (a handful), so each probe is one sm
 lookup however long the aggregate's backlog is.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -10,8 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from craig.adapters.sealed_fields import seal, seal_optional, unseal, unseal_optional
 from craig.domain.intake import Child, Referral, Reporter
 from craig.ports.cipher import FieldCipher
+from craig.ports.key_rotation import EncryptedColumn
 
 #: The encrypted columns of ``referrals`` (listed for rotation in ``encrypted_columns.py``).
 SEALED_COLUMNS = (
@@ -22,27 +24,22 @@ SEALED_COLUMNS = (
     "concern",
     "location",
 )
-
-
-def _seal(cipher: FieldCipher, value: str | None) -> str | None:
-    return cipher.encrypt(value) if value is not None else None
-
-
-def _open(cipher: FieldCipher, value: str | None) -> str | None:
-    return cipher.decrypt(value) if value is not None else None
+REFERRAL_COLUMNS = tuple(EncryptedColumn("referrals", "id", name) for name in SEALED_COLUMNS)
+_COLUMN = {column.column: column for column in REFERRAL_COLUMNS}
 
 
 def referral_columns(cipher: FieldCipher, referral: Referral) -> dict[str, Any]:
     child = json.dumps({"first_name": referral.child.first_name, "age": referral.child.age})
+    key = referral.id
     return {
         "id": referral.id,
         "reference": referral.reference,
-        "reporter_name": cipher.encrypt(referral.reporter.name),
-        "reporter_phone": _seal(cipher, referral.reporter.phone),
-        "reporter_email": _seal(cipher, referral.reporter.email),
-        "child_details": cipher.encrypt(child),
-        "concern": cipher.encrypt(referral.concern),
-        "location": _seal(cipher, referral.location),
+        "reporter_name": seal(cipher, _COLUMN["reporter_name"], key, referral.reporter.name),
+        "reporter_phone": seal_optional(cipher, _COLUMN["reporter_phone"], key, referral.reporter.phone),
+        "reporter_email": seal_optional(cipher, _COLUMN["reporter_email"], key, referral.reporter.email),
+        "child_details": seal(cipher, _COLUMN["child_details"], key, child),
+        "concern": seal(cipher, _COLUMN["concern"], key, referral.concern),
+        "location": seal_optional(cipher, _COLUMN["location"], key, referral.location),
         "priority": referral.priority,
         "triage_version": referral.triage_version,
         "matched_rule": referral.matched_rule,
@@ -51,19 +48,21 @@ def referral_columns(cipher: FieldCipher, referral: Referral) -> dict[str, Any]:
 
 
 def referral_from_columns(cipher: FieldCipher, row: Mapping[Any, Any]) -> Referral:
-    """Raises ``ValueError`` when a sealed column does not decrypt (tampered, unknown key)."""
-    child = json.loads(cipher.decrypt(row["child_details"]))
+    """Raises :class:`craig.ports.errors.UndecryptableData` (a ``ValueError``) when a sealed
+    column does not decrypt (tampered, moved from another row, unknown key)."""
+    key = row["id"]
+    child = json.loads(unseal(cipher, _COLUMN["child_details"], key, row["child_details"]))
     return Referral(
         id=row["id"],
         reference=row["reference"],
         reporter=Reporter(
-            name=cipher.decrypt(row["reporter_name"]),
-            phone=_open(cipher, row["reporter_phone"]),
-            email=_open(cipher, row["reporter_email"]),
+            name=unseal(cipher, _COLUMN["reporter_name"], key, row["reporter_name"]),
+            phone=unseal_optional(cipher, _COLUMN["reporter_phone"], key, row["reporter_phone"]),
+            email=unseal_optional(cipher, _COLUMN["reporter_email"], key, row["reporter_email"]),
         ),
         child=Child(first_name=child["first_name"], age=child["age"]),
-        concern=cipher.decrypt(row["concern"]),
-        location=_open(cipher, row["location"]),
+        concern=unseal(cipher, _COLUMN["concern"], key, row["concern"]),
+        location=unseal_optional(cipher, _COLUMN["location"], key, row["location"]),
         received_at=row["received_at"],
         priority=row["priority"],
         triage_version=row["triage_version"],

@@ -142,9 +142,12 @@ def validate_upload(content_type: str, body: bytes, validation: UploadValidation
 # --- construction ---------------------------------------------------------------------------------
 
 
-def contact_object_key(case_id: UUID, contact_id: UUID, object_id: UUID, file_name: str) -> str:
-    """Seed: ``cases/contacts/{case_id}/{contact_id}/{object_id}/{safe_name}``."""
-    return f"{CONTACT_OBJECT_PREFIX}{case_id}/{contact_id}/{object_id}/{safe_name(file_name)}"
+def contact_object_key(case_id: UUID, contact_id: UUID, object_id: UUID) -> str:
+    """``cases/contacts/{case_id}/{contact_id}/{object_id}``: ids only. The file name is personal
+    data, stored encrypted in the row, so it stays out of the key (a plaintext column and the
+    object store's listing). Rows written with the earlier layout, which ended in
+    ``/{safe_name}``, keep their keys."""
+    return f"{CONTACT_OBJECT_PREFIX}{case_id}/{contact_id}/{object_id}"
 
 
 def _attachment_type(raw: str | None) -> str | None:
@@ -180,7 +183,7 @@ def new_attachment(
         file_name=name,
         content_type=content_type,
         file_size=file_size,
-        object_key=contact_object_key(case_id, contact_id, id, name),
+        object_key=contact_object_key(case_id, contact_id, id),
         object_status=ObjectStatus.PENDING,
         uploaded_by=uploaded_by,
         worker_name=worker_name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -23,7 +24,17 @@ class Case:
     assigned_workers: frozenset[UUID] = frozenset()
 
 
-def can_see(case: Case, principal: Principal) -> bool:
+class Ownership(Protocol):
+    """What visibility depends on: a case, or a stored row of one."""
+
+    @property
+    def created_by(self) -> UUID: ...
+
+    @property
+    def assigned_workers(self) -> frozenset[UUID]: ...
+
+
+def can_see(case: Ownership, principal: Principal) -> bool:
     """Case workers see the cases they created or are assigned to; supervisors and admins see all.
 
     Callers answer 404 (never 403) for a case the principal cannot see, so its existence does

@@ -141,6 +141,13 @@ def describe(result: DispatchResult) -> str:
     return text[:MAX_ERROR_LENGTH]
 
 
+def headline(error: str | None) -> str | None:
+    """The part of an error an event may carry: its first clause (``partner answered 422``,
+    ``timeout``, ``lease expired``). What follows is the partner's or the transport's own words,
+    and a partner may echo the payload back; events are stored unencrypted."""
+    return None if error is None else error.split(":", 1)[0].strip()
+
+
 @attrs.frozen
 class AttemptDecision:
     """What to record after an attempt: the new status, when to retry, what to stage."""

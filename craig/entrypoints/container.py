@@ -123,7 +123,7 @@ class Container(containers.DeclarativeContainer):
     profile = providers.Callable(_profile, settings)
     instance_id = providers.Singleton(_instance_id, settings)
     clock = providers.Singleton(SystemClock)
-    # encryption_mode + CRAIG_FIELD_ENCRYPTION_KEY (issue 8): AES-256-GCM key ring, or plaintext
+    # encryption_mode + CRAIG_FIELD_ENCRYPTION_KEY: AES-256-GCM key ring, or plaintext
     # only when the mode is optional and no key is set.
     field_encryptor = providers.Singleton(field_encryptor_from, settings)
     field_cipher = providers.Singleton(field_cipher_from, field_encryptor, settings)
@@ -157,8 +157,10 @@ class Container(containers.DeclarativeContainer):
     )
     idempotency_store = _by_storage(
         profile,
-        memory=providers.Singleton(MemoryIdempotencyStore, db=memory_database),
-        postgres=providers.Singleton(PostgresIdempotencyStore, database=postgres, listener=listener),
+        memory=providers.Singleton(MemoryIdempotencyStore, db=memory_database, cipher=field_cipher),
+        postgres=providers.Singleton(
+            PostgresIdempotencyStore, database=postgres, cipher=field_cipher, listener=listener
+        ),
     )
     outbox_relay_store = _by_storage(
         profile,

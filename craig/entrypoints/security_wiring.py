@@ -1,4 +1,4 @@
-"""Factories the composition root uses for field encryption, captcha and intake (issue 8)."""
+"""Factories the composition root uses for field encryption, captcha and intake ."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from craig.adapters.captcha.disabled import DisabledCaptcha
 from craig.adapters.captcha.siteverify import SiteverifyCaptcha
 from craig.adapters.crypto.aesgcm import FieldEncryptor
 from craig.adapters.crypto.policy import EncryptionUnavailable, ModeCipher, load_encryptor
-from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS
+from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS, plaintext_columns
 from craig.domain.constants import CAPTCHA_VERIFY_TIMEOUT, INTAKE_RATE_WINDOW
 from craig.entrypoints.settings import Settings, SettingsError
 from craig.ports.captcha import CaptchaVerifier
@@ -27,7 +27,7 @@ def field_encryptor_from(settings: Settings) -> FieldEncryptor | None:
 
 
 def field_cipher_from(encryptor: FieldEncryptor | None, settings: Settings) -> FieldCipher:
-    return ModeCipher(encryptor, settings.encryption_mode.value)
+    return ModeCipher(encryptor, settings.encryption_mode.value, plaintext_columns())
 
 
 def captcha_from(settings: Settings) -> CaptchaVerifier:
@@ -46,4 +46,4 @@ def intake_policy_from(settings: Settings) -> IntakePolicy:
 
 
 def encrypted_columns() -> list[EncryptedColumn]:
-    return [EncryptedColumn(table, key, column) for table, key, column in ENCRYPTED_COLUMNS]
+    return list(ENCRYPTED_COLUMNS)

@@ -14,7 +14,11 @@ from craig.ports.object_rows import ObjectRows
 
 
 class CaseRepository(Protocol):
-    """``uow.cases``. Every method runs in the unit of work's transaction."""
+    """``uow.cases``. Every method runs in the unit of work's transaction.
+
+    ``title`` and ``family_name`` are stored only through ``uow.cipher``, bound to the case's row;
+    a value that does not decrypt raises :class:`craig.ports.errors.UndecryptableData`.
+    """
 
     async def add(self, case: Case) -> None: ...
 
@@ -32,10 +36,12 @@ class CaseRepository(Protocol):
 
 
 class ContactRepository(Protocol):
-    """``uow.contacts`` (issue 5). Every method runs in the unit of work's transaction.
+    """``uow.contacts``. Every method runs in the unit of work's transaction.
 
-    The summary is sensitive: adapters store it only as ``uow.cipher.encrypt(summary)`` and
-    decrypt it on read, so no plaintext summary ever lands in a table.
+    The summary is sensitive: adapters store it only through ``uow.cipher``, bound to the
+    contact's row, and decrypt it on read, so no plaintext summary ever lands in a table. A
+    summary that does not decrypt (tampered, copied from another row) raises
+    :class:`craig.ports.errors.UndecryptableData`; it is never returned as another row's text.
     """
 
     async def add(self, contact: Contact) -> None: ...
@@ -50,9 +56,11 @@ class ContactRepository(Protocol):
 
 
 class AttachmentRepository(ObjectRows, Protocol):
-    """``uow.attachments`` (issue 5): the ``contact_attachments`` table.
+    """``uow.attachments``: the ``contact_attachments`` table.
 
-    It is also the scanner's view of that table (:class:`craig.ports.object_rows.ObjectRows`).
+    ``file_name`` and ``attachment_type`` are stored only through ``uow.cipher``, bound to the
+    attachment's row. It is also the scanner's view of that table
+    (:class:`craig.ports.object_rows.ObjectRows`).
     """
 
     async def add(self, attachment: Attachment) -> Attachment:

@@ -67,3 +67,9 @@ class ConstraintViolation(PortError):
         super().__init__(f"constraint {constraint} refused the write: {detail}")
         self.constraint = constraint
         self.detail = detail
+
+
+class UndecryptableData(PortError, ValueError):
+    """A stored encrypted value cannot be read: tampered with, copied from another row or
+    column, written under a key the ring no longer holds, or plaintext where ciphertext belongs.
+    Retrying cannot help; an operator must look (HTTP 500, without the value)."""

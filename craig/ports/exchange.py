@@ -62,7 +62,9 @@ class PartnerRepository(Protocol):
 
 
 class TransactionRepository(Protocol):
-    """``uow.exchange_transactions``. Runs in the unit of work's transaction."""
+    """``uow.exchange_transactions``. Runs in the unit of work's transaction. The payload is
+    stored only through ``uow.cipher``, bound to its row; one that does not decrypt reads as a
+    mapping that raises :class:`craig.ports.errors.UndecryptableData` when used."""
 
     async def add(self, transaction: ExchangeTransaction) -> None: ...
 
@@ -88,7 +90,12 @@ class SendJobStats:
 class SendJobRepository(Protocol):
     """``uow.send_jobs``: the durable send-job queue. Runs in the unit of work's transaction;
     every time (due, lease) is the DATABASE clock, so skewed app servers cannot steal work.
-    The caller commits; locks taken by :meth:`claim_due` are held until it does."""
+    The caller commits; locks taken by :meth:`claim_due` are held until it does.
+
+    A job's payload is stored only through ``uow.cipher``, bound to the job's row. A payload
+    that does not decrypt reads as a mapping that raises
+    :class:`craig.ports.errors.UndecryptableData` when used, so the job's other columns (and
+    the other jobs read with it) stay readable and nothing is sent in its place."""
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None: ...
 

@@ -72,7 +72,11 @@ class IdempotencyStore(Protocol):
 
 
 class IdempotencySlots(Protocol):
-    """The finalize that must commit atomically with the handler's effects (``uow.idempotency``)."""
+    """The finalize that must commit atomically with the handler's effects (``uow.idempotency``).
+
+    The response body is stored only through the field cipher, bound to the slot's cache key
+    (nothing is stored for an empty body or ``body_too_large``); the store decrypts it when it
+    reads the slot, raising :class:`craig.ports.errors.UndecryptableData` when it cannot."""
 
     async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
         """Store the response inside the unit of work's transaction.

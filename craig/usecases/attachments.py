@@ -66,7 +66,7 @@ def _uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> Eve
             "attachment_id": str(attachment.id),
             "contact_id": str(attachment.contact_id),
             "case_id": str(case_id),
-            "file_name": attachment.file_name,
+            # No file name: events are stored in the outbox and inboxes unencrypted.
             "file_size": attachment.file_size,
         },
         now=now,

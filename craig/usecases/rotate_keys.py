@@ -2,14 +2,17 @@
 
 Run it after every instance has the new key ring (``new:KEY,old:KEY``): new writes already use
 the new key and the old key still decrypts, so the application keeps working while it runs.
-Each batch is its own short transaction; a value written under the newest key is never touched,
-so a rotation can be interrupted and run again. A value that cannot be decrypted (its key is
-missing from the ring, or it was tampered with) is left as it is and counted.
+Each batch is its own short transaction; a value already in the newest format under the newest
+key is never rewritten, so a rotation can be interrupted and run again. Older values (another
+key, the format before values were bound to their row, or legacy plaintext) are rewritten for
+their own cell. A value that cannot be decrypted (its key is missing from the ring, it was
+tampered with or copied from another row) is left as it is and counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -56,10 +59,10 @@ class RotateKeys:
         total = await self.store.count_stale(column, prefix)
         failures = 0
 
-        def rekey(stored: str) -> str | None:
+        def rekey(row_key: Any, stored: str | bytes) -> str | None:
             nonlocal failures
             try:
-                return self.rekeyer.reencrypt(stored)
+                return self.rekeyer.reencrypt(stored, column.context(row_key))
             except ValueError:
                 failures += 1
                 return None

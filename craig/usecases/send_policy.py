@@ -18,7 +18,7 @@ from craig.domain.constants import (
     SEND_WAKE_LINGER,
 )
 from craig.domain.events import EventEnvelope
-from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
+from craig.domain.exchange import AttemptDecision, JobStatus, SendJob, headline
 from craig.usecases.events import new_event
 
 EVENT_SOURCE = "craig-exchange"
@@ -70,7 +70,7 @@ def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> Eve
             "correlation_id": str(job.correlation_id),
             "attempts": job.attempts,
             "status": str(decision.status),
-            "last_error": None if decision.status is JobStatus.SENT else decision.error,
+            "last_error": None if decision.status is JobStatus.SENT else headline(decision.error),
         },
         now=now,
         correlation_id=job.correlation_id,

@@ -13,11 +13,12 @@ from sqlalchemy import text
 
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.sealed_fields import CONTACT_SUMMARY
 from craig.domain.cases import Case, new_case
 from craig.domain.contacts import Contact, new_contact
 from craig.domain.pages import PageRequest
-from craig.ports.cipher import FieldCipher
-from craig.ports.errors import ConstraintViolation
+from craig.ports.cipher import FieldCipher, FieldContext
+from craig.ports.errors import ConstraintViolation, UndecryptableData
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.backends import Backend
 
@@ -34,16 +35,26 @@ class AesGcmTestCipher(FieldCipher):
     def __init__(self) -> None:
         self._aead = AESGCM(AESGCM.generate_key(bit_length=256))
 
-    def encrypt(self, plaintext: str) -> str:
-        nonce = os.urandom(12)
-        return base64.b64encode(nonce + self._aead.encrypt(nonce, plaintext.encode(), None)).decode()
+    @staticmethod
+    def _cell(context: FieldContext) -> bytes:
+        return f"{context.table}\x00{context.column}\x00{context.row_id}".encode()
 
-    def decrypt(self, stored: str) -> str:
+    def encrypt_bytes(self, plaintext: bytes, context: FieldContext) -> bytes:
+        nonce = os.urandom(12)
+        return base64.b64encode(nonce + self._aead.encrypt(nonce, plaintext, self._cell(context)))
+
+    def decrypt_bytes(self, stored: bytes, context: FieldContext) -> bytes:
         raw = base64.b64decode(stored)
         try:
-            return self._aead.decrypt(raw[:12], raw[12:], None).decode()
+            return self._aead.decrypt(raw[:12], raw[12:], self._cell(context))
         except Exception as error:
-            raise ValueError("cannot decrypt") from error
+            raise UndecryptableData("cannot decrypt") from error
+
+    def encrypt(self, plaintext: str, context: FieldContext) -> str:
+        return self.encrypt_bytes(plaintext.encode(), context).decode()
+
+    def decrypt(self, stored: str, context: FieldContext) -> str:
+        return self.decrypt_bytes(stored.encode(), context).decode()
 
 
 async def a_case(uow: UnitOfWork) -> Case:
@@ -118,6 +129,6 @@ async def test_the_summary_is_stored_encrypted(backend: Backend) -> None:
             stored = list((await conn.execute(text("SELECT summary FROM contacts"))).scalars())
     assert len(stored) == 1
     assert SECRET not in stored[0] and "bruising" not in stored[0]
-    assert cipher.decrypt(stored[0]) == SECRET
+    assert cipher.decrypt(stored[0], CONTACT_SUMMARY.context(contact.id)) == SECRET
     async with uow:
         assert (await uow.contacts.get(case.id, contact.id)) == contact

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from craig.adapters.crypto.aesgcm import is_encrypted
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.sealed_fields import PARTNER_CLIENT_SECRET
 from craig.domain.exchange import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, AttemptDecision, JobStatus
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import PageRequest
@@ -51,7 +52,7 @@ async def test_client_secret_is_encrypted_at_rest_and_decrypted_on_read(backend:
         await uow.commit()
     stored = await stored_secret(backend, partner.id)
     assert is_encrypted(stored) and "top-secret" not in stored
-    assert TEST_CIPHER.decrypt(stored) == "top-secret"
+    assert TEST_CIPHER.decrypt(stored, PARTNER_CLIENT_SECRET.context(partner.id)) == "top-secret"
     uow = ciphered_uow(backend)
     async with uow:
         assert (await uow.partners.get(partner.id)) == partner

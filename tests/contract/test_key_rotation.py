@@ -14,7 +14,7 @@ from craig.adapters.memory.key_rotation import MemoryEncryptedColumnStore
 from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS
 from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter
-from craig.ports.key_rotation import EncryptedColumn, EncryptedColumnStore
+from craig.ports.key_rotation import EncryptedColumnStore
 from craig.usecases.rotate_keys import Progress, RotateKeys
 from tests.support.backends import Backend
 from tests.support.sealed import new_key, overwrite, raw_rows, uow_with
@@ -22,7 +22,7 @@ from tests.support.sealed import new_key, overwrite, raw_rows, uow_with
 pytestmark = pytest.mark.contract
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
-REFERRAL_COLUMNS = [EncryptedColumn(t, k, c) for t, k, c in ENCRYPTED_COLUMNS if t == "referrals"]
+REFERRAL_COLUMNS = [column for column in ENCRYPTED_COLUMNS if column.table == "referrals"]
 
 
 def store(backend: Backend) -> EncryptedColumnStore:
@@ -98,7 +98,7 @@ async def test_rotation_moves_every_value_to_the_new_key_while_reads_keep_workin
     for row in await raw_rows(backend, "referrals"):
         for column in REFERRAL_COLUMNS:
             value = row[column.column]
-            assert value is None or value.startswith("enc:v1:new:")
+            assert value is None or value.startswith("enc:v2:new:")
     new_only = ModeCipher(FieldEncryptor.from_setting(f"new:{fresh_key}"), "required")
     assert await read_all(backend, new_only, before + after) == before + after
 
@@ -115,7 +115,7 @@ async def test_legacy_plaintext_is_encrypted_and_undecryptable_values_are_report
     name = next(r for r in reports if r.column.column == "reporter_name")
     assert (name.rewritten, name.remaining) == (3, 0)
     rows = {row["id"]: row for row in await raw_rows(backend, "referrals")}
-    assert rows[items[1].id]["reporter_name"].startswith("enc:v1:k2:")
+    assert rows[items[1].id]["reporter_name"].startswith("enc:v2:k2:")
     assert "Reporter 1" not in str(rows[items[1].id])
     again = await RotateKeys(store(backend), ring, REFERRAL_COLUMNS, batch_size=500)()
     assert sum(r.rewritten for r in again) == 0

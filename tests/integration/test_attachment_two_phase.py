@@ -16,6 +16,7 @@ from craig.adapters.clock import SystemClock
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.adapters.sealed_fields import ATTACHMENT_FILE_NAME, unseal
 from craig.domain.access import Principal, Role
 from craig.domain.attachments import Attachment, UploadValidation, new_attachment
 from craig.domain.contacts import Contact
@@ -47,6 +48,11 @@ class Stack:
     async def sql(self, query: str, **params: Any) -> list[Any]:
         async with self.db.transaction() as conn:
             return list((await conn.execute(text(query), params)).all())
+
+    async def statuses(self) -> dict[str, str]:
+        """File name (decrypted) -> object_status of every stored attachment row."""
+        rows = await self.sql("SELECT id, file_name, object_status FROM contact_attachments")
+        return {unseal(TEST_CIPHER, ATTACHMENT_FILE_NAME, row_id, name): status for row_id, name, status in rows}
 
     async def keys(self) -> set[str]:
         return {o.key async for o in self.s3.list("cases/contacts/")}
@@ -154,14 +160,14 @@ async def test_a_scanner_pass_settles_each_pending_case(stack: Stack) -> None:
 
     broken = await stack.scanner(grace, unreachable).run_once()
     assert broken.store_errors == 1 and broken.present == broken.missing == 0
-    statuses = dict(await stack.sql("SELECT file_name, object_status FROM contact_attachments"))
+    statuses = await stack.statuses()
     assert set(statuses.values()) == {"pending"}
 
     reports = await asyncio.gather(stack.scanner(grace).run_once(), stack.scanner(grace).run_once())
     assert sum(r.present for r in reports) == 1
     assert sum(r.missing for r in reports) == 1 and sum(r.mismatched for r in reports) == 1
     assert sum(r.orphans_removed for r in reports) >= 1  # deletes are idempotent: both may issue one
-    statuses = dict(await stack.sql("SELECT file_name, object_status FROM contact_attachments"))
+    statuses = await stack.statuses()
     assert statuses == {"stored.txt": "present", "odd.txt": "failed", "young.txt": "pending"}
     failures = await stack.sql(
         "SELECT envelope->'payload'->>'attachment_id' FROM event_outbox WHERE event_type = :t", t=FAILED

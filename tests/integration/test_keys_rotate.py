@@ -14,6 +14,7 @@ from sqlalchemy import text
 from craig.adapters.crypto.aesgcm import FieldEncryptor
 from craig.entrypoints import cli, keys
 from craig.entrypoints.container import Container
+from craig.ports.key_rotation import EncryptedColumn
 from craig.usecases.intake import ReferralForm
 from tests.support import apps
 
@@ -46,9 +47,10 @@ async def test_rotation_with_a_progress_bar(tmp_path: Path, pg_url: str, capsys:
     new_only = container(tmp_path / "new-only", pg_url, f"new:{NEW}")
     async with new_only.postgres().transaction() as conn:
         rows = (await conn.execute(text("SELECT id, reporter_name, child_details, concern FROM referrals"))).all()
-    assert len(rows) == 5 and all(v.startswith("enc:v1:new:") for r in rows for v in r[1:])
+    assert len(rows) == 5 and all(v.startswith("enc:v2:new:") for r in rows for v in r[1:])
     ring = FieldEncryptor.from_setting(f"new:{NEW}")
-    assert sorted(ring.decrypt(r[1]) for r in rows) == [f"Reporter {n}" for n in range(5)]
+    name = EncryptedColumn("referrals", "id", "reporter_name")
+    assert sorted(ring.decrypt(r[1], name.context(r[0])) for r in rows) == [f"Reporter {n}" for n in range(5)]
     async with new_only.uow() as uow:
         assert (await uow.referrals.get(rows[0][0])) is not None
     await new_only.postgres().dispose()

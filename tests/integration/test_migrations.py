@@ -3,10 +3,13 @@ real PostgreSQL (embedded 18, or CRAIG_TEST_DATABASE_URL such as the system 15).
 
 from __future__ import annotations
 
+import uuid
+
+import asyncpg
 import pytest
 
 from craig.adapters.postgres import migrations
-from tests.support.services import fetch, public_tables, scratch_database
+from tests.support.services import admin_sql, fetch, public_tables, scratch_database
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -87,3 +90,58 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
         assert migrations.head_revision() == "0013"
+
+
+def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_server_url: str) -> None:
+    """0011 changes the exchange payloads from JSONB to TEXT (JSON kept as its text, read as
+    legacy plaintext until rotated) and drops the title length CHECK that ciphertext cannot meet.
+    The downgrade brings both back and loses nothing: ciphertext is kept as a JSON string, which
+    upgrading again turns back into the ciphertext."""
+    ids = {name: str(uuid.uuid4()) for name in ("partner", "plain", "sealed", "job", "case", "user")}
+    sealed = "enc:v2:k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    payload_types = (
+        "SELECT table_name, data_type FROM information_schema.columns "
+        "WHERE column_name = 'payload' AND table_name LIKE 'exchange_%' ORDER BY table_name"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0010")
+        admin_sql(
+            url,
+            f"""INSERT INTO partners (id, name, base_url, token_url, client_id, client_secret, send_path, records_path)
+                VALUES ('{ids["partner"]}', 'p', 'http://127.0.0.1:9', 'http://127.0.0.1:9/t', 'c', 's', '/t', '/r')""",
+            f"""INSERT INTO exchange_transactions (id, payload, created_by)
+                VALUES ('{ids["plain"]}', '{{"note": "kept", "n": 1}}', '{ids["user"]}')""",
+            f"""INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload)
+                VALUES ('{ids["job"]}', '{ids["plain"]}', '{ids["partner"]}', '{uuid.uuid4()}', '{{"note": "kept"}}')""",
+        )
+        migrations.upgrade(url, "0011")
+        assert [tuple(r) for r in fetch(url, payload_types)] == [
+            ("exchange_send_jobs", "text"),
+            ("exchange_transactions", "text"),
+        ]
+        assert fetch(url, "SELECT payload FROM exchange_transactions")[0]["payload"] == '{"n": 1, "note": "kept"}'
+        admin_sql(
+            url,
+            f"INSERT INTO exchange_transactions (id, payload, created_by) "
+            f"VALUES ('{ids['sealed']}', '{sealed}', '{ids['user']}')",
+            f"INSERT INTO cases (id, title, opened_at, created_by) "
+            f"VALUES ('{ids['case']}', '{'x' * 400}', now(), '{ids['user']}')",
+        )
+
+        migrations.downgrade(url, "0010")
+        assert [r["data_type"] for r in fetch(url, payload_types)] == ["jsonb", "jsonb"]
+        rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload::text FROM exchange_transactions")}
+        assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: f'"{sealed}"'}
+        checks = "SELECT conname FROM pg_constraint WHERE conrelid = 'cases'::regclass AND contype = 'c'"
+        assert [r["conname"] for r in fetch(url, checks)] == ["cases_title_check"]
+        with pytest.raises(asyncpg.CheckViolationError):
+            admin_sql(
+                url,
+                f"INSERT INTO cases (id, title, opened_at, created_by) VALUES "
+                f"('{uuid.uuid4()}', '{'y' * 400}', now(), '{ids['user']}')",
+            )
+
+        migrations.upgrade(url, "0011")
+        rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
+        assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
+        assert fetch(url, checks) == []

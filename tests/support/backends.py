@@ -57,7 +57,7 @@ async def memory_backend() -> AsyncIterator[Backend]:
     yield Backend(
         kind="memory",
         uow=lambda: MemoryUnitOfWork(db, TEST_CIPHER),
-        idempotency=MemoryIdempotencyStore(db),
+        idempotency=MemoryIdempotencyStore(db, TEST_CIPHER),
         outbox=MemoryOutboxRelayStore(db),
         send_job_queue=UnitOfWorkSendJobQueue(lambda: MemoryUnitOfWork(db, TEST_CIPHER), memory_job_wake(db)),
         advance=clock.advance,
@@ -80,7 +80,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
         yield Backend(
             kind="postgres",
             uow=lambda: PostgresUnitOfWork(db, TEST_CIPHER),
-            idempotency=PostgresIdempotencyStore(db, listener),
+            idempotency=PostgresIdempotencyStore(db, TEST_CIPHER, listener),
             outbox=PostgresOutboxRelayStore(db, listener),
             send_job_queue=queue,
             advance=asyncio.sleep,

@@ -8,10 +8,12 @@ from typing import Any
 
 import attrs
 
+from craig.adapters.memory.attachments import ATTACHMENTS
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.adapters.memory.outbox import TABLE as OUTBOX
 from craig.adapters.memory.uow import MemoryUnitOfWork
+from craig.adapters.sealed_fields import ATTACHMENT_FILE_NAME, ATTACHMENT_TYPE, unseal, unseal_optional
 from craig.domain.access import Principal, Role
 from craig.domain.attachments import Attachment, UploadValidation
 from craig.domain.cases import Case
@@ -62,5 +64,16 @@ class World:
         return [(r.envelope.type, dict(r.envelope.payload)) for r in rows if r.envelope.type.startswith(type_prefix)]
 
     async def attachment_rows(self) -> list[Attachment]:
+        """Every stored attachment, whatever its contact or status, decrypted."""
         async with self.db.transaction() as tx:
-            return list(tx.rows("contact_attachments"))
+            rows = list(tx.rows(ATTACHMENTS))
+        return [
+            Attachment(
+                **{
+                    **attrs.asdict(row, recurse=False),
+                    "file_name": unseal(TEST_CIPHER, ATTACHMENT_FILE_NAME, row.id, row.file_name),
+                    "attachment_type": unseal_optional(TEST_CIPHER, ATTACHMENT_TYPE, row.id, row.attachment_type),
+                }
+            )
+            for row in rows
+        ]

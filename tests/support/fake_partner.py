@@ -51,6 +51,7 @@ class FakePartner:
     throttle_next: int = 0  # the next N requests answer 429 ...
     retry_after_seconds: int = 1  # ... with this Retry-After
     delay_seconds: float = 0.0  # every POST waits this long before answering (0 releases waiters)
+    echo_failures: bool = False  # a failing answer quotes the request body back, as many APIs do
     records: list[dict[str, Any]] = attrs.field(factory=list)
     records_status: int = 200
     records_body: Any = None  # when set, served (as JSON) instead of a real page
@@ -60,6 +61,7 @@ class FakePartner:
     received: list[Received] = attrs.field(factory=list)
     delivered: Counter[str] = attrs.field(factory=Counter)  # 2xx answers per correlation id
     arrivals: list[float] = attrs.field(factory=list)  # monotonic arrival time of every POST
+    bodies: list[bytes] = attrs.field(factory=list)  # the body of every POST
     unauthorized: int = 0
     _counter: Any = attrs.field(factory=itertools.count)
 
@@ -98,6 +100,7 @@ class FakePartner:
         arrived = time.monotonic()
         self.arrivals.append(arrived)
         correlation = request.headers.get("x-correlation-id", "")
+        self.bodies.append(await request.body())
         token = self._valid(request)
         status = 201
         headers: dict[str, str] = {}
@@ -113,6 +116,8 @@ class FakePartner:
             await asyncio.sleep(0.02)
         if status == 201:
             self.delivered[correlation] += 1
+        elif self.echo_failures:
+            return Response({"invalid": self.bodies[-1].decode()}, status_code=status, headers=headers)
         return Response({"received": correlation}, status_code=status, headers=headers)
 
     async def list_records(self, request: Request[Any, Any, Any]) -> Response[Any]:

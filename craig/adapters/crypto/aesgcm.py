@@ -1,12 +1,17 @@
-"""AES-256-GCM field encryption with a key ring (seed: ``FieldEncryptor``).
+"""AES-256-GCM field encryption with a key ring.
 
-Stored format (version 1), ASCII::
+Stored format (version 2, written), ASCII::
 
-    enc:v1:<key id>:<base64url(nonce 12 bytes || ciphertext || tag 16 bytes)>
+    enc:v2:<key id>:<base64url(nonce 12 bytes || ciphertext || tag 16 bytes)>
 
 The key id names the key that encrypted the value, so a ring of keys can decrypt values written
-before a rotation while every new value uses the newest key. The version and key id are bound as
-associated data: changing any byte of the stored value, its key id included, fails the tag check.
+before a rotation while every new value uses the newest key. Bound as associated data: the
+version, the key id, and the cell the value is stored in (table, column, row id: a
+:class:`~craig.ports.cipher.FieldContext`). Changing any byte of the stored value, its key id
+included, fails the tag check, and so does reading it from any other row, column or table.
+
+Version 1 (``enc:v1:...``, same layout) bound only the version and the key id. It is still
+read, with the same tag check, and ``craig keys rotate`` rewrites it as version 2.
 
 ``CRAIG_FIELD_ENCRYPTION_KEY`` is either the base64 of 32 random bytes, or a comma-separated ring
 ``id:base64,id:base64`` with the newest key first. A key given without an id gets one derived from
@@ -25,11 +30,15 @@ import re
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from craig.ports.cipher import FieldCipher
+from craig.ports.cipher import FieldCipher, FieldContext
+from craig.ports.errors import UndecryptableData
 from craig.ports.key_rotation import Rekeyer
 
 PREFIX = "enc:"
-VERSION = "v1"
+#: The format new values are written in.
+VERSION = "v2"
+#: The format before values were bound to their cell: still read, never written.
+LEGACY_VERSION = "v1"
 NONCE_BYTES = 12
 KEY_BYTES = 32
 _KEY_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -40,8 +49,17 @@ class KeyLoadError(ValueError):
     """The key setting is missing or malformed; the message says which entry and why."""
 
 
-def is_encrypted(stored: str) -> bool:
-    return stored.startswith(PREFIX)
+def is_encrypted(stored: str | bytes) -> bool:
+    return stored.startswith(PREFIX) if isinstance(stored, str) else stored.startswith(PREFIX.encode())
+
+
+def associated_data(version: str, key_id: str, context: FieldContext) -> bytes:
+    """What a value's tag authenticates besides the value. Version 2 length-prefixes every
+    part, so no two (key id, table, column, row id) encode alike whatever characters they hold."""
+    if version == LEGACY_VERSION:
+        return f"craig:{LEGACY_VERSION}:{key_id}".encode()
+    parts = ("craig", version, key_id, context.table, context.column, context.row_id)
+    return b"".join(len(raw).to_bytes(4, "big") + raw for raw in (part.encode("utf-8") for part in parts))
 
 
 def derived_key_id(key: bytes) -> str:
@@ -98,7 +116,10 @@ def _strict_b64url(data: str) -> bytes:
 
 
 class FieldEncryptor(FieldCipher, Rekeyer):
-    """Encrypts with the newest key of the ring; decrypts with whichever key a value names."""
+    """Encrypts with the newest key of the ring; decrypts with whichever key a value names.
+
+    Only ciphertext is accepted: plaintext (written while no key was set) is the policy's
+    business (:class:`craig.adapters.crypto.policy.ModeCipher`)."""
 
     def __init__(self, ring: list[tuple[str, bytes]]) -> None:
         if not ring:
@@ -123,37 +144,65 @@ class FieldEncryptor(FieldCipher, Rekeyer):
     def current_prefix(self) -> str:
         return f"{PREFIX}{VERSION}:{self._current_id}:"
 
-    @staticmethod
-    def _associated_data(key_id: str) -> bytes:
-        return f"craig:{VERSION}:{key_id}".encode()
-
-    def encrypt(self, plaintext: str) -> str:
+    def _seal(self, plaintext: bytes, context: FieldContext) -> str:
         nonce = os.urandom(NONCE_BYTES)
-        sealed = self._current.encrypt(nonce, plaintext.encode("utf-8"), self._associated_data(self._current_id))
+        sealed = self._current.encrypt(nonce, plaintext, associated_data(VERSION, self._current_id, context))
         return self.current_prefix + base64.urlsafe_b64encode(nonce + sealed).decode("ascii").rstrip("=")
 
-    def decrypt(self, stored: str) -> str:
+    def _open(self, stored: str, context: FieldContext) -> bytes:
         parts = stored.split(":")
         if len(parts) != 4 or f"{parts[0]}:" != PREFIX:
-            raise ValueError("not an encrypted field value (expected enc:v1:<key id>:<data>)")
+            raise UndecryptableData(f"not an encrypted field value (expected {PREFIX}{VERSION}:<key id>:<data>)")
         _, version, key_id, data = parts
-        if version != VERSION:
-            raise ValueError(f"unknown encrypted-field format {version!r}")
+        if version not in (VERSION, LEGACY_VERSION):
+            raise UndecryptableData(f"unknown encrypted-field format {version!r}")
         aead = self._keys.get(key_id)
         if aead is None:
-            raise ValueError(f"value encrypted with key id {key_id!r}, which CRAIG_FIELD_ENCRYPTION_KEY does not hold")
-        raw = _strict_b64url(data)
-        if len(raw) < NONCE_BYTES + 16:
-            raise ValueError("encrypted field value is truncated")
+            raise UndecryptableData(
+                f"value encrypted with key id {key_id!r}, which CRAIG_FIELD_ENCRYPTION_KEY does not hold"
+            )
         try:
-            plain = aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], self._associated_data(key_id))
+            raw = _strict_b64url(data)
+        except ValueError as error:
+            raise UndecryptableData(str(error)) from None
+        if len(raw) < NONCE_BYTES + 16:
+            raise UndecryptableData("encrypted field value is truncated")
+        try:
+            return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], associated_data(version, key_id, context))
         except InvalidTag:
-            raise ValueError("encrypted field value failed authentication (tampered or wrong key)") from None
-        return plain.decode("utf-8")
+            raise UndecryptableData(
+                f"encrypted field value failed authentication for {context.table}.{context.column} "
+                "(tampered with, copied from another row or column, or wrong key)"
+            ) from None
 
-    def reencrypt(self, stored: str) -> str:
-        if stored.startswith(self.current_prefix):
-            self.decrypt(stored)  # still verify it
-            return stored
-        plaintext = self.decrypt(stored) if is_encrypted(stored) else stored
-        return self.encrypt(plaintext)
+    def encrypt(self, plaintext: str, context: FieldContext) -> str:
+        return self._seal(plaintext.encode("utf-8"), context)
+
+    def decrypt(self, stored: str, context: FieldContext) -> str:
+        try:
+            return self._open(stored, context).decode("utf-8")
+        except UnicodeDecodeError:
+            raise UndecryptableData("encrypted field value is not text") from None
+
+    def encrypt_bytes(self, plaintext: bytes, context: FieldContext) -> bytes:
+        return self._seal(plaintext, context).encode("ascii")
+
+    def decrypt_bytes(self, stored: bytes, context: FieldContext) -> bytes:
+        return self._open(self._ascii(stored), context)
+
+    def reencrypt(self, stored: str | bytes, context: FieldContext) -> str:
+        if is_encrypted(stored):
+            text = stored if isinstance(stored, str) else self._ascii(stored)
+            plaintext = self._open(text, context)  # verified even when it is kept
+            if text.startswith(self.current_prefix):
+                return text
+        else:
+            plaintext = stored.encode("utf-8") if isinstance(stored, str) else stored
+        return self._seal(plaintext, context)
+
+    @staticmethod
+    def _ascii(stored: bytes) -> str:
+        try:
+            return stored.decode("ascii")
+        except UnicodeDecodeError:
+            raise UndecryptableData("not an encrypted field value (not ASCII)") from None

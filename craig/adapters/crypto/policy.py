@@ -1,21 +1,27 @@
-"""``encryption_mode`` (seed: ``EncryptionMode``, ``encrypt_field`` and the startup selection).
+"""``encryption_mode``: ``EncryptionMode``, ``encrypt_field`` and the startup selection.
 
-* ``required`` (the default): a key must load, or startup refuses with the seed's message.
+* ``required`` (the default): a key must load, or startup refuses.
 * ``optional``: a key is used when one is set; with none, fields are stored as plaintext and an
   info line says so.
 
 A key that is *set* but malformed refuses startup in both modes: silently falling back to
 plaintext because of a typo would defeat the point of setting a key.
+
+Reading plaintext where ciphertext belongs is refused in ``required`` mode, except in the
+columns that held plaintext before they were encrypted (``plaintext_columns``): their rows
+written before that stay readable until ``craig keys rotate`` encrypts them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 import structlog
 
 from craig.adapters.crypto.aesgcm import FieldEncryptor, KeyLoadError, is_encrypted
-from craig.ports.cipher import FieldCipher
+from craig.ports.cipher import FieldCipher, FieldContext
+from craig.ports.errors import UndecryptableData
 
 log = structlog.get_logger(__name__)
 
@@ -23,7 +29,7 @@ Mode = Literal["required", "optional"]
 
 
 class EncryptionUnavailable(Exception):
-    """Startup must refuse: ``encryption_mode=required`` and no usable key (the seed's message)."""
+    """Startup must refuse: ``encryption_mode=required`` and no usable key."""
 
 
 class EncryptionInvariantViolated(RuntimeError):
@@ -42,7 +48,7 @@ def key_problem(mode: str, key_setting: str) -> str | None:
 
 
 def load_encryptor(mode: str, key_setting: str) -> FieldEncryptor | None:
-    """The seed's four-way match on (mode, key); raises :class:`EncryptionUnavailable`."""
+    """The four-way match on (mode, key); raises :class:`EncryptionUnavailable`."""
     problem = key_problem(mode, key_setting)
     if problem:
         raise EncryptionUnavailable(problem)
@@ -54,36 +60,62 @@ def load_encryptor(mode: str, key_setting: str) -> FieldEncryptor | None:
     return encryptor
 
 
-def encrypt_field(encryptor: FieldEncryptor | None, mode: str, value: str) -> str:
-    """Seed ``encrypt_field``: encrypt with the key; plaintext only when the mode is optional."""
+def encrypt_field(encryptor: FieldEncryptor | None, mode: str, value: str, context: FieldContext) -> str:
+    """Encrypt with the key; plaintext only when the mode is optional."""
     if encryptor is not None:
-        return encryptor.encrypt(value)
+        return encryptor.encrypt(value, context)
+    _check_plaintext_allowed(mode)
+    return value
+
+
+def _check_plaintext_allowed(mode: str) -> None:
     if mode == "required":
         raise EncryptionInvariantViolated(
             "encryption_mode=required but no encryptor available — startup invariant violated"
         )
-    return value
 
 
 class ModeCipher(FieldCipher):
     """The field cipher repositories use: ``encrypt_field`` on writes, and on reads the key ring,
-    or (only when the mode is optional) the plaintext written while no key was set."""
+    or plaintext: written while no key was set (only when the mode is optional), or stored before
+    its column was encrypted (``plaintext_columns``: ``(table, column)`` pairs, either mode)."""
 
-    def __init__(self, encryptor: FieldEncryptor | None, mode: str) -> None:
+    def __init__(
+        self, encryptor: FieldEncryptor | None, mode: str, plaintext_columns: Collection[tuple[str, str]] = ()
+    ) -> None:
         self.encryptor = encryptor
         self.mode = str(mode)
+        self.plaintext_columns = frozenset(plaintext_columns)
 
-    def encrypt(self, plaintext: str) -> str:
-        return encrypt_field(self.encryptor, self.mode, plaintext)
+    def encrypt(self, plaintext: str, context: FieldContext) -> str:
+        return encrypt_field(self.encryptor, self.mode, plaintext, context)
 
-    def decrypt(self, stored: str) -> str:
+    def encrypt_bytes(self, plaintext: bytes, context: FieldContext) -> bytes:
+        if self.encryptor is not None:
+            return self.encryptor.encrypt_bytes(plaintext, context)
+        _check_plaintext_allowed(self.mode)
+        return plaintext
+
+    def decrypt(self, stored: str, context: FieldContext) -> str:
         if is_encrypted(stored):
-            if self.encryptor is None:
-                raise ValueError("value is encrypted but CRAIG_FIELD_ENCRYPTION_KEY is not set")
-            return self.encryptor.decrypt(stored)
-        if self.mode == "required":
-            raise ValueError(
-                "stored value is not encrypted although encryption_mode=required; "
-                "run `craig keys rotate` to encrypt values written while encryption was off"
-            )
+            return self._encryptor().decrypt(stored, context)
+        self._check_plaintext_readable(context)
         return stored
+
+    def decrypt_bytes(self, stored: bytes, context: FieldContext) -> bytes:
+        if is_encrypted(stored):
+            return self._encryptor().decrypt_bytes(stored, context)
+        self._check_plaintext_readable(context)
+        return stored
+
+    def _encryptor(self) -> FieldEncryptor:
+        if self.encryptor is None:
+            raise UndecryptableData("value is encrypted but CRAIG_FIELD_ENCRYPTION_KEY is not set")
+        return self.encryptor
+
+    def _check_plaintext_readable(self, context: FieldContext) -> None:
+        if self.mode == "required" and (context.table, context.column) not in self.plaintext_columns:
+            raise UndecryptableData(
+                f"stored value of {context.table}.{context.column} is not encrypted although "
+                "encryption_mode=required; run `craig keys rotate` to encrypt values written while encryption was off"
+            )

@@ -1,15 +1,24 @@
-"""Memory adapter of the attachment repository (the ``contact_attachments`` table)."""
+"""Memory adapter of the attachment repository (the ``contact_attachments`` table): ``file_name``
+and ``attachment_type`` are stored as ciphertext, as in PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.memory.contacts import CONTACTS
+from craig.adapters.sealed_fields import (
+    ATTACHMENT_FILE_NAME,
+    ATTACHMENT_TYPE,
+    seal,
+    seal_optional,
+    unseal,
+    unseal_optional,
+)
 from craig.domain.attachments import Attachment, ObjectStatus
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
@@ -22,12 +31,45 @@ if TYPE_CHECKING:
 ATTACHMENTS = "contact_attachments"
 
 
+@attrs.frozen(kw_only=True)
+class AttachmentRow:
+    """The stored row: ``file_name`` and ``attachment_type`` are ciphertext."""
+
+    id: UUID
+    contact_id: UUID
+    attachment_type: str | None
+    file_name: str
+    content_type: str
+    file_size: int
+    object_key: str
+    object_status: ObjectStatus
+    uploaded_by: UUID
+    worker_name: str
+    created_at: datetime
+
+
 class MemoryAttachmentRepository(AttachmentRepository):
     def __init__(self, uow: MemoryUnitOfWork) -> None:
         self.uow = uow
 
-    def _rows(self, status: ObjectStatus | None = None) -> list[Attachment]:
+    def _rows(self, status: ObjectStatus | None = None) -> list[AttachmentRow]:
         return self.uow.tx.select(ATTACHMENTS, lambda row: status is None or row.object_status is status)
+
+    def _attachment(self, row: AttachmentRow) -> Attachment:
+        cipher = self.uow.cipher
+        return Attachment(
+            id=row.id,
+            contact_id=row.contact_id,
+            attachment_type=unseal_optional(cipher, ATTACHMENT_TYPE, row.id, row.attachment_type),
+            file_name=unseal(cipher, ATTACHMENT_FILE_NAME, row.id, row.file_name),
+            content_type=row.content_type,
+            file_size=row.file_size,
+            object_key=row.object_key,
+            object_status=row.object_status,
+            uploaded_by=row.uploaded_by,
+            worker_name=row.worker_name,
+            created_at=row.created_at,
+        )
 
     async def add(self, attachment: Attachment) -> Attachment:
         stored = attrs.evolve(attachment, created_at=self.uow.db.now())
@@ -37,19 +79,33 @@ class MemoryAttachmentRepository(AttachmentRepository):
             raise ConstraintViolation("contact_attachments_pkey", str(stored.id))
         if any(row.object_key == stored.object_key for row in self._rows()):
             raise ConstraintViolation("contact_attachments_object_key_key", stored.object_key)
-        self.uow.tx.put(ATTACHMENTS, stored.id, stored)
+        cipher = self.uow.cipher
+        row = AttachmentRow(
+            id=stored.id,
+            contact_id=stored.contact_id,
+            attachment_type=seal_optional(cipher, ATTACHMENT_TYPE, stored.id, stored.attachment_type),
+            file_name=seal(cipher, ATTACHMENT_FILE_NAME, stored.id, stored.file_name),
+            content_type=stored.content_type,
+            file_size=stored.file_size,
+            object_key=stored.object_key,
+            object_status=stored.object_status,
+            uploaded_by=stored.uploaded_by,
+            worker_name=stored.worker_name,
+            created_at=stored.created_at,
+        )
+        self.uow.tx.put(ATTACHMENTS, stored.id, row)
         return stored
 
     async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
-        row: Attachment | None = self.uow.tx.get(ATTACHMENTS, attachment_id)
-        return row if row is not None and row.contact_id == contact_id else None
+        row: AttachmentRow | None = self.uow.tx.get(ATTACHMENTS, attachment_id)
+        return self._attachment(row) if row is not None and row.contact_id == contact_id else None
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
-        rows = sorted(
+        rows: list[AttachmentRow] = sorted(
             self.uow.tx.select(ATTACHMENTS, lambda row: row.contact_id == contact_id),
             key=lambda row: (row.created_at, row.id),
         )
-        items = rows[page.offset : page.offset + page.per_page]
+        items = [self._attachment(row) for row in rows[page.offset : page.offset + page.per_page]]
         return Page(items=items, page=page.page, per_page=page.per_page, total=len(rows))
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
@@ -63,8 +119,8 @@ class MemoryAttachmentRepository(AttachmentRepository):
             PendingObject(row.id, row.contact_id, row.object_key, row.file_size, row.created_at) for row in rows[:limit]
         ]
 
-    def _pending(self, row_id: UUID) -> Attachment | None:
-        row: Attachment | None = self.uow.tx.get(ATTACHMENTS, row_id)
+    def _pending(self, row_id: UUID) -> AttachmentRow | None:
+        row: AttachmentRow | None = self.uow.tx.get(ATTACHMENTS, row_id)
         return row if row is not None and row.object_status is ObjectStatus.PENDING else None
 
     async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:

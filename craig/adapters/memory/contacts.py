@@ -9,6 +9,7 @@ from uuid import UUID
 import attrs
 
 from craig.adapters.memory.cases import CASES
+from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
 from craig.domain.contacts import Contact, ContactType
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
@@ -22,7 +23,7 @@ CONTACTS = "contacts"
 
 @attrs.frozen(kw_only=True)
 class ContactRow:
-    """The stored row: ``summary`` is whatever ``uow.cipher.encrypt`` returned."""
+    """The stored row: ``summary`` is ciphertext (``CONTACT_SUMMARY``)."""
 
     id: UUID
     case_id: UUID
@@ -44,7 +45,7 @@ class MemoryContactRepository(ContactRepository):
             case_id=row.case_id,
             contact_type=ContactType(row.contact_type),
             occurred_at=row.occurred_at,
-            summary=self.uow.cipher.decrypt(row.summary),
+            summary=unseal(self.uow.cipher, CONTACT_SUMMARY, row.id, row.summary),
             created_by=row.created_by,
             worker_name=row.worker_name,
             created_at=row.created_at,
@@ -60,7 +61,7 @@ class MemoryContactRepository(ContactRepository):
             case_id=contact.case_id,
             contact_type=str(contact.contact_type),
             occurred_at=contact.occurred_at,
-            summary=self.uow.cipher.encrypt(contact.summary),
+            summary=seal(self.uow.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
             created_by=contact.created_by,
             worker_name=contact.worker_name,
             created_at=contact.created_at,

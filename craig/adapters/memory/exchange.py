@@ -7,13 +7,22 @@ no other transaction can hold a row while this one runs.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
+from craig.adapters.sealed_fields import (
+    PARTNER_CLIENT_SECRET,
+    SEND_JOB_PAYLOAD,
+    TRANSACTION_PAYLOAD,
+    seal,
+    seal_json,
+    unseal,
+    unseal_json,
+)
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake
 from craig.domain import exchange as model
 from craig.domain import partner_rate_limit as gcra
@@ -46,13 +55,15 @@ class MemoryPartnerRepository(PartnerRepository):
         self.uow = uow
 
     def _decrypted(self, stored: Partner) -> Partner:
-        return attrs.evolve(stored, client_secret=self.uow.cipher.decrypt(stored.client_secret))
+        secret = unseal(self.uow.cipher, PARTNER_CLIENT_SECRET, stored.id, stored.client_secret)
+        return attrs.evolve(stored, client_secret=secret)
 
     async def add(self, partner: Partner) -> bool:
         tx = self.uow.tx
         if tx.get(PARTNERS, partner.id) or tx.select(PARTNERS, lambda p: p.name == partner.name):
             return False
-        stored = attrs.evolve(partner, client_secret=self.uow.cipher.encrypt(partner.client_secret))
+        secret = seal(self.uow.cipher, PARTNER_CLIENT_SECRET, partner.id, partner.client_secret)
+        stored = attrs.evolve(partner, client_secret=secret)
         tx.put(PARTNERS, partner.id, stored)
         return True
 
@@ -82,24 +93,42 @@ class MemoryPartnerRepository(PartnerRepository):
         return Page([self._decrypted(p) for p in chosen], page.page, page.per_page, len(every))
 
 
+@attrs.frozen(kw_only=True)
+class TransactionRow:
+    """A stored transaction: ``payload`` is ciphertext (``TRANSACTION_PAYLOAD``)."""
+
+    id: UUID
+    payload: str
+    created_by: UUID
+    created_at: datetime
+
+
 class MemoryTransactionRepository(TransactionRepository):
     def __init__(self, uow: MemoryUnitOfWork) -> None:
         self.uow = uow
 
     async def add(self, transaction: ExchangeTransaction) -> None:
-        self.uow.tx.put(TRANSACTIONS, transaction.id, transaction)
+        payload = seal_json(self.uow.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload)
+        row = TransactionRow(
+            id=transaction.id, payload=payload, created_by=transaction.created_by, created_at=transaction.created_at
+        )
+        self.uow.tx.put(TRANSACTIONS, transaction.id, row)
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
-        return self.uow.tx.get(TRANSACTIONS, transaction_id)  # type: ignore[no-any-return]
+        row: TransactionRow | None = self.uow.tx.get(TRANSACTIONS, transaction_id)
+        if row is None:
+            return None
+        payload = unseal_json(self.uow.cipher, TRANSACTION_PAYLOAD, row.id, row.payload)
+        return ExchangeTransaction(id=row.id, payload=payload, created_by=row.created_by, created_at=row.created_at)
 
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
         tx = self.uow.tx
         cutoff = tx.db.now() - older_than
         jobs: defaultdict[UUID, list[SendJob]] = defaultdict(list)
-        for job in tx.rows(JOBS):
-            jobs[job.transaction_id].append(job)
+        for row in tx.rows(JOBS):
+            jobs[row.job.transaction_id].append(row.job)
 
-        def delivered(transaction: ExchangeTransaction) -> bool:
+        def delivered(transaction: TransactionRow) -> bool:
             group = jobs[transaction.id]
             return bool(group) and all(
                 j.status is JobStatus.SENT and j.completed_at is not None and j.completed_at < cutoff for j in group
@@ -114,43 +143,65 @@ class MemoryTransactionRepository(TransactionRepository):
         return sum(len(jobs[t.id]) for t in doomed)
 
 
+@attrs.frozen
+class JobRow:
+    """A stored send job: ``payload`` is ciphertext (``SEND_JOB_PAYLOAD``), ``job`` the rest of
+    the row (its own payload left empty)."""
+
+    job: SendJob
+    payload: str
+
+    @property
+    def id(self) -> UUID:
+        return self.job.id
+
+
 class MemorySendJobRepository(SendJobRepository):
     def __init__(self, uow: MemoryUnitOfWork) -> None:
         self.uow = uow
+
+    def _job(self, row: JobRow) -> SendJob:
+        return attrs.evolve(row.job, payload=unseal_json(self.uow.cipher, SEND_JOB_PAYLOAD, row.id, row.payload))
+
+    def _rows(self, where: Callable[[SendJob], bool]) -> list[JobRow]:
+        return self.uow.tx.select(JOBS, lambda row: where(row.job))
+
+    def _put(self, row: JobRow, job: SendJob) -> SendJob:
+        """Store ``job``'s state in ``row`` (the payload as stored) and return it, decrypted."""
+        stored = JobRow(attrs.evolve(job, payload={}), row.payload)
+        self.uow.tx.put(JOBS, job.id, stored)
+        return self._job(stored)
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         tx = self.uow.tx
         now = tx.db.now()
         for job in jobs:
-            tx.put(JOBS, job.id, attrs.evolve(job, next_attempt_at=now, created_at=now))
+            payload = seal_json(self.uow.cipher, SEND_JOB_PAYLOAD, job.id, job.payload)
+            tx.put(JOBS, job.id, JobRow(attrs.evolve(job, payload={}, next_attempt_at=now, created_at=now), payload))
         if jobs:
             tx.after_commit(lambda: tx.db.notifier.notify(SEND_JOBS_CHANNEL))
 
     async def get(self, job_id: UUID) -> SendJob | None:
-        return self.uow.tx.get(JOBS, job_id)  # type: ignore[no-any-return]
+        row: JobRow | None = self.uow.tx.get(JOBS, job_id)
+        return self._job(row) if row is not None else None
 
     async def for_transaction(self, transaction_id: UUID) -> list[SendJob]:
-        jobs = self.uow.tx.select(JOBS, lambda j: j.transaction_id == transaction_id)
-        return sorted(jobs, key=lambda j: (j.created_at, j.id))
+        rows = self._rows(lambda j: j.transaction_id == transaction_id)
+        return [self._job(row) for row in sorted(rows, key=lambda r: (r.job.created_at, r.id))]
 
     async def claim_due(self, limit: int, lease: timedelta, exclude: Collection[UUID] = ()) -> list[SendJob]:
-        tx = self.uow.tx
-        now = tx.db.now()
+        now = self.uow.tx.db.now()
         skip = set(exclude)
-        due = tx.select(JOBS, lambda j: j.status is JobStatus.PENDING and j.next_attempt_at <= now and j.id not in skip)
-        chosen = sorted(due, key=lambda j: (j.next_attempt_at, j.id))[:limit]
-        claimed = [model.claimed(job, now, lease) for job in chosen]
-        for job in claimed:
-            tx.put(JOBS, job.id, job)
-        return claimed
+        due = self._rows(lambda j: j.status is JobStatus.PENDING and j.next_attempt_at <= now and j.id not in skip)
+        chosen = sorted(due, key=lambda r: (r.job.next_attempt_at, r.id))[:limit]
+        return [self._put(row, model.claimed(row.job, now, lease)) for row in chosen]
 
     async def recover_expired(self, max_attempts: int, limit: int) -> list[SendJob]:
         now = self.uow.tx.db.now()
-        expired = self.uow.tx.select(
-            JOBS,
+        expired = self._rows(
             lambda j: j.status is JobStatus.IN_FLIGHT and j.lease_expires_at is not None and j.lease_expires_at <= now,
         )
-        chosen = sorted(expired, key=lambda j: (j.lease_expires_at, j.id))[:limit]
+        chosen = [r.job for r in sorted(expired, key=lambda r: (r.job.lease_expires_at, r.id))[:limit]]
         return await self.record([(job, model.decide_lease_expired(job.attempts, max_attempts)) for job in chosen])
 
     async def record(self, outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> list[SendJob]:
@@ -158,38 +209,34 @@ class MemorySendJobRepository(SendJobRepository):
         now = tx.db.now()
         updated = []
         for claimed, decision in outcomes:
-            current: SendJob | None = tx.get(JOBS, claimed.id)
-            if current is None or current.lease_token != claimed.lease_token:
+            row: JobRow | None = tx.get(JOBS, claimed.id)
+            if row is None or row.job.lease_token != claimed.lease_token:
                 continue
-            if current.status not in (JobStatus.IN_FLIGHT, JobStatus.PENDING):
+            if row.job.status not in (JobStatus.IN_FLIGHT, JobStatus.PENDING):
                 continue
             # A pending job with the claim's token was recovered but not claimed again: the claim stands.
-            in_flight = attrs.evolve(current, status=JobStatus.IN_FLIGHT)
-            job = model.decided(in_flight, decision, now)
-            tx.put(JOBS, job.id, job)
-            updated.append(job)
+            in_flight = attrs.evolve(row.job, status=JobStatus.IN_FLIGHT)
+            updated.append(self._put(row, model.decided(in_flight, decision, now)))
         return updated
 
     async def defer(self, job: SendJob, wait: timedelta) -> bool:
         tx = self.uow.tx
-        current: SendJob | None = tx.get(JOBS, job.id)
-        if current is None or current.lease_token != job.lease_token or current.status is not JobStatus.IN_FLIGHT:
+        row: JobRow | None = tx.get(JOBS, job.id)
+        if row is None or row.job.lease_token != job.lease_token or row.job.status is not JobStatus.IN_FLIGHT:
             return False
-        tx.put(JOBS, job.id, model.deferred(current, tx.db.now(), wait))
+        self._put(row, model.deferred(row.job, tx.db.now(), wait))
         return True
 
     async def retry_failed(self, job_id: UUID) -> SendJob | None:
         tx = self.uow.tx
-        current: SendJob | None = tx.get(JOBS, job_id)
-        if current is None or current.status is not JobStatus.FAILED:
+        row: JobRow | None = tx.get(JOBS, job_id)
+        if row is None or row.job.status is not JobStatus.FAILED:
             return None
-        job = model.retried(current, tx.db.now())
-        tx.put(JOBS, job_id, job)
-        return job
+        return self._put(row, model.retried(row.job, tx.db.now()))
 
     async def stats(self) -> SendJobStats:
         now = self.uow.tx.db.now()
-        jobs: list[SendJob] = list(self.uow.tx.rows(JOBS))
+        jobs = [row.job for row in self.uow.tx.rows(JOBS)]
         due = [j.next_attempt_at for j in jobs if j.status is JobStatus.PENDING and j.next_attempt_at <= now]
         return SendJobStats(
             by_status=dict(Counter(str(j.status) for j in jobs)), oldest_due_at=min(due, default=None), now=now

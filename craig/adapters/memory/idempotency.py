@@ -1,4 +1,6 @@
-"""Memory adapters of the idempotency ports: the domain state machine over the memory database."""
+"""Memory adapters of the idempotency ports: the domain state machine over the memory database.
+
+Stored response bodies are ciphertext (``RESPONSE_BODY``), as in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,8 +8,12 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import attrs
+
+from craig.adapters.sealed_fields import RESPONSE_BODY
 from craig.domain import idempotency as model
 from craig.domain.idempotency import ClaimRequest, Slot, SlotStatus, StoredResponse
+from craig.ports.cipher import FieldCipher
 from craig.ports.idempotency import (
     Claimed,
     ClaimOutcome,
@@ -25,32 +31,65 @@ TABLE = "idempotency_responses"
 CHANNEL = "craig_idempotency"
 
 
+@attrs.frozen
+class SlotRow:
+    """A stored slot: ``body`` is the response body's ciphertext (None when there is none);
+    ``slot`` is the rest, its response (if any) without a body."""
+
+    slot: Slot
+    body: bytes | None = None
+
+    @property
+    def cache_key(self) -> str:
+        return self.slot.cache_key
+
+
+def _row(slot: Slot, cipher: FieldCipher | None = None) -> SlotRow:
+    response = slot.response
+    if response is None or not response.body:
+        return SlotRow(slot)
+    assert cipher is not None, "a slot with a response body is stored through the cipher"
+    body = cipher.encrypt_bytes(response.body, RESPONSE_BODY.context(slot.cache_key))
+    return SlotRow(attrs.evolve(slot, response=attrs.evolve(response, body=b"")), body)
+
+
+def _slot(row: SlotRow, cipher: FieldCipher) -> Slot:
+    response = row.slot.response
+    if response is None or row.body is None:
+        return row.slot
+    body = cipher.decrypt_bytes(row.body, RESPONSE_BODY.context(row.cache_key))
+    return attrs.evolve(row.slot, response=attrs.evolve(response, body=body))
+
+
 class MemoryIdempotencyStore(IdempotencyStore):
-    def __init__(self, db: MemoryDatabase) -> None:
+    def __init__(self, db: MemoryDatabase, cipher: FieldCipher) -> None:
         self.db = db
+        self.cipher = cipher
 
     async def try_claim(self, request: ClaimRequest, ttl: timedelta) -> ClaimOutcome:
         async with self.db.transaction() as tx:
             now = self.db.now()
-            existing: Slot | None = tx.get(TABLE, request.cache_key)
+            row: SlotRow | None = tx.get(TABLE, request.cache_key)
+            existing = _slot(row, self.cipher) if row is not None else None
             decision = model.decide_claim(existing, request, now, ttl)
             if isinstance(decision, model.Claim):
-                tx.put(TABLE, request.cache_key, decision.slot)
+                tx.put(TABLE, request.cache_key, _row(decision.slot))
                 return Claimed(decision.slot)
             assert existing is not None
             return Existing(existing, now)
 
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
         async with self.db.transaction() as tx:
-            return tx.get(TABLE, cache_key), self.db.now()
+            row: SlotRow | None = tx.get(TABLE, cache_key)
+            return (_slot(row, self.cipher) if row is not None else None), self.db.now()
 
     async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
         async with self.db.transaction() as tx:
-            slot: Slot | None = tx.get(TABLE, cache_key)
-            if slot is None:
+            row: SlotRow | None = tx.get(TABLE, cache_key)
+            if row is None:
                 return False
             try:
-                tx.put(TABLE, cache_key, model.finalize_failed(slot, token, detail, self.db.now()))
+                tx.put(TABLE, cache_key, _row(model.finalize_failed(row.slot, token, detail, self.db.now())))
             except model.ClaimLost:
                 return False
             tx.after_commit(lambda: self.db.notifier.notify(CHANNEL, cache_key))
@@ -63,9 +102,9 @@ class MemoryIdempotencyStore(IdempotencyStore):
         async with self.db.transaction() as tx:
             now = self.db.now()
             doomed = [
-                slot.cache_key
-                for slot in tx.rows(TABLE)
-                if slot.started_at < now - older_than and not slot.is_live_claim(now)
+                row.cache_key
+                for row in tx.rows(TABLE)
+                if row.slot.started_at < now - older_than and not row.slot.is_live_claim(now)
             ][:batch_size]
             for key in doomed:
                 tx.delete(TABLE, key)
@@ -73,7 +112,7 @@ class MemoryIdempotencyStore(IdempotencyStore):
 
     async def stats(self) -> IdempotencyStats:
         async with self.db.transaction() as tx:
-            slots: list[Slot] = list(tx.rows(TABLE))
+            slots: list[Slot] = [row.slot for row in tx.rows(TABLE)]
         processing = [s.started_at for s in slots if s.status is SlotStatus.PROCESSING]
         return IdempotencyStats(
             by_status=dict(Counter(str(s.status) for s in slots)),
@@ -88,8 +127,9 @@ class MemoryIdempotencySlots(IdempotencySlots):
 
     async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
         tx = self.uow.tx
-        slot: Slot | None = tx.get(TABLE, cache_key)
-        if slot is None:
+        row: SlotRow | None = tx.get(TABLE, cache_key)
+        if row is None:
             raise model.ClaimLost("idempotency slot vanished (purged) before finalize")
-        tx.put(TABLE, cache_key, model.finalize_succeeded(slot, token, response, tx.db.now()))
+        slot = model.finalize_succeeded(row.slot, token, response, tx.db.now())
+        tx.put(TABLE, cache_key, _row(slot, self.uow.cipher))
         tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL, cache_key))

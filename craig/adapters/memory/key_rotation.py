@@ -13,6 +13,8 @@ from craig.ports.key_rotation import EncryptedColumn, EncryptedColumnStore, Reke
 
 def _stale(row: Any, column: EncryptedColumn, prefix: str) -> bool:
     value = getattr(row, column.column, None)
+    if column.binary:
+        return isinstance(value, bytes) and not value.startswith(prefix.encode("ascii"))
     return isinstance(value, str) and not value.startswith(prefix)
 
 
@@ -37,9 +39,10 @@ class MemoryEncryptedColumnStore(EncryptedColumnStore):
             chosen = candidates[:limit]
             rewritten = 0
             for table_key, row in chosen:
-                replacement = rekey(getattr(row, column.column))
+                replacement = rekey(getattr(row, column.key), getattr(row, column.column))
                 if replacement is not None:
-                    tx.put(column.table, table_key, attrs.evolve(row, **{column.column: replacement}))
+                    value = replacement.encode("ascii") if column.binary else replacement
+                    tx.put(column.table, table_key, attrs.evolve(row, **{column.column: value}))
                     rewritten += 1
             last = getattr(chosen[-1][1], column.key) if chosen else None
         await asyncio.sleep(0)  # like a database round trip, let other tasks in between batches

@@ -1,4 +1,6 @@
-"""PostgreSQL adapter of the attachment repository (``contact_attachments``, seed SQL)."""
+"""PostgreSQL adapter of the attachment repository (``contact_attachments``, seed SQL).
+
+``file_name`` and ``attachment_type`` are stored as ciphertext."""
 
 from __future__ import annotations
 
@@ -7,13 +9,23 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+import attrs
 from sqlalchemy import RowMapping, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import (
+    ATTACHMENT_FILE_NAME,
+    ATTACHMENT_TYPE,
+    seal,
+    seal_optional,
+    unseal,
+    unseal_optional,
+)
 from craig.domain.attachments import Attachment, ObjectStatus
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
+from craig.ports.cipher import FieldCipher
 from craig.ports.object_rows import PendingObject, PendingStats
 
 if TYPE_CHECKING:
@@ -64,12 +76,12 @@ _STATS = text(
 )
 
 
-def _attachment(row: RowMapping) -> Attachment:
+def _attachment(row: RowMapping, cipher: FieldCipher) -> Attachment:
     return Attachment(
         id=row["id"],
         contact_id=row["contact_id"],
-        attachment_type=row["attachment_type"],
-        file_name=row["file_name"],
+        attachment_type=unseal_optional(cipher, ATTACHMENT_TYPE, row["id"], row["attachment_type"]),
+        file_name=unseal(cipher, ATTACHMENT_FILE_NAME, row["id"], row["file_name"]),
         content_type=row["content_type"],
         file_size=row["file_size"],
         object_key=row["object_key"],
@@ -88,8 +100,10 @@ class PostgresAttachmentRepository(AttachmentRepository):
         params = {
             "id": attachment.id,
             "contact_id": attachment.contact_id,
-            "attachment_type": attachment.attachment_type,
-            "file_name": attachment.file_name,
+            "attachment_type": seal_optional(
+                self.uow.cipher, ATTACHMENT_TYPE, attachment.id, attachment.attachment_type
+            ),
+            "file_name": seal(self.uow.cipher, ATTACHMENT_FILE_NAME, attachment.id, attachment.file_name),
             "content_type": attachment.content_type,
             "file_size": attachment.file_size,
             "object_key": attachment.object_key,
@@ -99,13 +113,13 @@ class PostgresAttachmentRepository(AttachmentRepository):
         }
         async with db_errors():
             created_at = (await self.uow.connection.execute(_INSERT, params)).scalar_one()
-        return Attachment(**{**params, "object_status": attachment.object_status, "created_at": created_at})
+        return attrs.evolve(attachment, created_at=created_at)
 
     async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
         async with db_errors():
             result = await self.uow.connection.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
             row = result.mappings().first()
-        return _attachment(row) if row else None
+        return _attachment(row, self.uow.cipher) if row else None
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         async with db_errors():
@@ -114,7 +128,7 @@ class PostgresAttachmentRepository(AttachmentRepository):
             rows = (
                 await conn.execute(_LIST, {"contact_id": contact_id, "limit": page.per_page, "offset": page.offset})
             ).mappings()
-            items = [_attachment(row) for row in rows]
+            items = [_attachment(row, self.uow.cipher) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------

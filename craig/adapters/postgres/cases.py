@@ -1,4 +1,4 @@
-"""PostgreSQL adapter of the case repository."""
+"""PostgreSQL adapter of the case repository: ``title`` and ``family_name`` are stored as ciphertext."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import CASE_FAMILY_NAME, CASE_TITLE, seal, seal_optional, unseal, unseal_optional
 from craig.domain.access import Principal
 from craig.domain.cases import Case
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import CaseRepository
+from craig.ports.cipher import FieldCipher
 
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
@@ -47,11 +49,11 @@ _ASSIGN = text(
 )
 
 
-def _case(row: Mapping[str, Any]) -> Case:
+def _case(row: Mapping[str, Any], cipher: FieldCipher) -> Case:
     return Case(
         id=row["id"],
-        title=row["title"],
-        family_name=row["family_name"],
+        title=unseal(cipher, CASE_TITLE, row["id"], row["title"]),
+        family_name=unseal_optional(cipher, CASE_FAMILY_NAME, row["id"], row["family_name"]),
         opened_at=row["opened_at"],
         created_by=row["created_by"],
         created_at=row["created_at"],
@@ -69,8 +71,8 @@ class PostgresCaseRepository(CaseRepository):
                 _INSERT,
                 {
                     "id": case.id,
-                    "title": case.title,
-                    "family_name": case.family_name,
+                    "title": seal(self.uow.cipher, CASE_TITLE, case.id, case.title),
+                    "family_name": seal_optional(self.uow.cipher, CASE_FAMILY_NAME, case.id, case.family_name),
                     "opened_at": case.opened_at,
                     "created_by": case.created_by,
                     "created_at": case.created_at,
@@ -80,7 +82,7 @@ class PostgresCaseRepository(CaseRepository):
     async def get(self, case_id: UUID) -> Case | None:
         async with db_errors():
             row = (await self.uow.connection.execute(_GET, {"id": case_id})).mappings().first()
-        return _case(row) if row else None
+        return _case(row, self.uow.cipher) if row else None
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[Case]:
         params = {"all": principal.sees_every_case, "sub": principal.sub}
@@ -88,7 +90,7 @@ class PostgresCaseRepository(CaseRepository):
             conn = self.uow.connection
             total = (await conn.execute(_COUNT, params)).scalar_one()
             rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
-            items = [_case(row) for row in rows]
+            items = [_case(row, self.uow.cipher) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:

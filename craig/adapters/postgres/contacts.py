@@ -8,6 +8,7 @@ from uuid import UUID
 from sqlalchemy import RowMapping, text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
 from craig.domain.contacts import Contact, ContactType
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
@@ -42,7 +43,7 @@ class PostgresContactRepository(ContactRepository):
             case_id=row["case_id"],
             contact_type=ContactType(row["contact_type"]),
             occurred_at=row["occurred_at"],
-            summary=self.uow.cipher.decrypt(row["summary"]),
+            summary=unseal(self.uow.cipher, CONTACT_SUMMARY, row["id"], row["summary"]),
             created_by=row["created_by"],
             worker_name=row["worker_name"],
             created_at=row["created_at"],
@@ -57,7 +58,7 @@ class PostgresContactRepository(ContactRepository):
                     "case_id": contact.case_id,
                     "contact_type": str(contact.contact_type),
                     "occurred_at": contact.occurred_at,
-                    "summary": self.uow.cipher.encrypt(contact.summary),
+                    "summary": seal(self.uow.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
                     "created_by": contact.created_by,
                     "worker_name": contact.worker_name,
                     "created_at": contact.created_at,

@@ -8,12 +8,19 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
-from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import (
+    PARTNER_CLIENT_SECRET,
+    TRANSACTION_PAYLOAD,
+    seal,
+    seal_json,
+    unseal,
+    unseal_json,
+)
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
@@ -57,7 +64,7 @@ _ADD_TRANSACTION = text(
     INSERT INTO exchange_transactions (id, payload, created_by, created_at)
     VALUES (:id, :payload, :created_by, :created_at)
     """
-).bindparams(bindparam("payload", type_=JSONB))
+)
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
 # Oldest transactions first, through the index on their creation time (a job completes after its
 # transaction was made); each one's jobs are looked at through the transaction index (a LATERAL
@@ -92,7 +99,7 @@ def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = 
         base_url=row[prefix + "base_url"],
         token_url=row[prefix + "token_url"],
         client_id=row[prefix + "client_id"],
-        client_secret=cipher.decrypt(row[prefix + "client_secret"]),
+        client_secret=unseal(cipher, PARTNER_CLIENT_SECRET, row[prefix + "id"], row[prefix + "client_secret"]),
         rate_limit_rpm=row[prefix + "rate_limit_rpm"],
         send_path=row[prefix + "send_path"],
         records_path=row[prefix + "records_path"],
@@ -122,7 +129,7 @@ class PostgresPartnerRepository(PartnerRepository):
             "base_url": partner.base_url,
             "token_url": partner.token_url,
             "client_id": partner.client_id,
-            "client_secret": self.uow.cipher.encrypt(partner.client_secret),
+            "client_secret": seal(self.uow.cipher, PARTNER_CLIENT_SECRET, partner.id, partner.client_secret),
             "rate_limit_rpm": partner.rate_limit_rpm,
             "send_path": partner.send_path,
             "records_path": partner.records_path,
@@ -172,7 +179,7 @@ class PostgresTransactionRepository(TransactionRepository):
                 _ADD_TRANSACTION,
                 {
                     "id": transaction.id,
-                    "payload": dict(transaction.payload),
+                    "payload": seal_json(self.uow.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload),
                     "created_by": transaction.created_by,
                     "created_at": transaction.created_at,
                 },
@@ -183,8 +190,9 @@ class PostgresTransactionRepository(TransactionRepository):
             row = (await self.uow.connection.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
         if row is None:
             return None
+        payload = unseal_json(self.uow.cipher, TRANSACTION_PAYLOAD, row["id"], row["payload"])
         return ExchangeTransaction(
-            id=row["id"], payload=json_value(row["payload"]), created_by=row["created_by"], created_at=row["created_at"]
+            id=row["id"], payload=payload, created_by=row["created_by"], created_at=row["created_at"]
         )
 
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:

@@ -1,5 +1,8 @@
 """PostgreSQL adapters of the idempotency ports: the seed's claim SQL, extended with recovery
-of dead claims and a fencing token. The database clock (``now()``) decides expiry."""
+of dead claims and a fencing token. The database clock (``now()``) decides expiry.
+
+A stored response body is ciphertext (``RESPONSE_BODY``: the ASCII bytes of the field format in
+the BYTEA column), NULL when there is none (``body_too_large``, or an empty body)."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import RESPONSE_BODY
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, SlotStatus, StoredResponse
+from craig.ports.cipher import FieldCipher
 from craig.ports.idempotency import (
     Claimed,
     ClaimOutcome,
@@ -109,13 +114,15 @@ _FINISHED_COUNTS = {
 }
 
 
-def _slot(row: Mapping[str, Any]) -> Slot:
+def _slot(row: Mapping[str, Any], cipher: FieldCipher) -> Slot:
     response = None
     if row["status_code"] is not None:
+        stored = row["body"]
+        body = b"" if stored is None else cipher.decrypt_bytes(bytes(stored), RESPONSE_BODY.context(row["cache_key"]))
         response = StoredResponse(
             status_code=row["status_code"],
             headers=tuple((str(k), str(v)) for k, v in (row["headers"] or [])),
-            body=bytes(row["body"] or b""),
+            body=body,
             body_too_large=row["body_too_large"],
         )
     return Slot(
@@ -135,8 +142,11 @@ def _slot(row: Mapping[str, Any]) -> Slot:
 
 
 class PostgresIdempotencyStore(IdempotencyStore):
-    def __init__(self, database: PostgresDatabase, listener: PostgresListener | None = None) -> None:
+    def __init__(
+        self, database: PostgresDatabase, cipher: FieldCipher, listener: PostgresListener | None = None
+    ) -> None:
         self.database = database
+        self.cipher = cipher
         self.listener = listener
 
     async def try_claim(self, request: ClaimRequest, ttl: timedelta) -> ClaimOutcome:
@@ -154,10 +164,10 @@ class PostgresIdempotencyStore(IdempotencyStore):
                 if row is None:
                     row = (await conn.execute(_RECLAIM, params)).mappings().first()
                 if row is not None:
-                    return Claimed(_slot(row))
+                    return Claimed(_slot(row, self.cipher))
                 existing = (await conn.execute(_SELECT, params)).mappings().first()
                 if existing is not None:
-                    return Existing(_slot(existing), existing["db_now"])
+                    return Existing(_slot(existing, self.cipher), existing["db_now"])
             # The row was purged between the INSERT and the SELECT: try again.
 
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
@@ -166,7 +176,7 @@ class PostgresIdempotencyStore(IdempotencyStore):
             if row is None:
                 now = (await conn.execute(text("SELECT now()"))).scalar_one()
                 return None, now
-            return _slot(row), row["db_now"]
+            return _slot(row, self.cipher), row["db_now"]
 
     async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
         async with self.database.transaction() as conn:
@@ -208,6 +218,7 @@ class PostgresIdempotencySlots(IdempotencySlots):
 
     async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
         conn = self.uow.connection
+        body = self.uow.cipher.encrypt_bytes(response.body, RESPONSE_BODY.context(cache_key)) if response.body else None
         async with db_errors():
             done = (
                 await conn.execute(
@@ -217,7 +228,7 @@ class PostgresIdempotencySlots(IdempotencySlots):
                         "token": token,
                         "status_code": response.status_code,
                         "headers": [list(pair) for pair in response.headers],
-                        "body": response.body,
+                        "body": body,
                         "body_too_large": response.body_too_large,
                     },
                 )

@@ -24,7 +24,13 @@ def _ident(name: str) -> str:
 
 def _stale(column: EncryptedColumn) -> str:
     col = _ident(column.column)
+    if column.binary:  # BYTEA: compare the leading bytes with the prefix's ASCII bytes
+        return f"{col} IS NOT NULL AND substr({col}, 1, length(CAST(:prefix AS bytea))) <> CAST(:prefix AS bytea)"
     return f"{col} IS NOT NULL AND NOT starts_with({col}, :prefix)"
+
+
+def _prefix(column: EncryptedColumn, prefix: str) -> str | bytes:
+    return prefix.encode("ascii") if column.binary else prefix
 
 
 def _select(column: EncryptedColumn, *, after: bool) -> TextClause:
@@ -48,21 +54,21 @@ class PostgresEncryptedColumnStore(EncryptedColumnStore):
     async def count_stale(self, column: EncryptedColumn, current_prefix: str) -> int:
         query = text(f"SELECT count(*) FROM {_ident(column.table)} WHERE {_stale(column)}")
         async with self.database.transaction() as conn:
-            return int((await conn.execute(query, {"prefix": current_prefix})).scalar_one())
+            return int((await conn.execute(query, {"prefix": _prefix(column, current_prefix)})).scalar_one())
 
     async def rekey_batch(
         self, column: EncryptedColumn, current_prefix: str, after: Any, limit: int, rekey: Rekey
     ) -> RekeyedBatch:
-        params: dict[str, Any] = {"prefix": current_prefix, "limit": limit}
+        params: dict[str, Any] = {"prefix": _prefix(column, current_prefix), "limit": limit}
         if after is not None:
             params["after"] = after
         async with self.database.transaction() as conn:
             rows = (await conn.execute(_select(column, after=after is not None), params)).all()
             updates = []
             for key, value in rows:
-                replacement = rekey(value)
+                replacement = rekey(key, bytes(value) if column.binary else value)
                 if replacement is not None:
-                    updates.append({"key": key, "value": replacement})
+                    updates.append({"key": key, "value": replacement.encode("ascii") if column.binary else replacement})
             if updates:
                 await conn.execute(_update(column), updates)
         return RekeyedBatch(scanned=len(rows), rewritten=len(updates), last_key=rows[-1][0] if rows else None)

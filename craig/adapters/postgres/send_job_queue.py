@@ -199,7 +199,7 @@ class PostgresSendJobQueue(SendJobQueue):
             log.warning("giving back claimed send jobs failed", jobs=len(rows), error=str(error))
 
     async def _claims(self, rows: Sequence[Mapping[str, Any]], max_rate_wait: timedelta) -> list[Claim]:
-        jobs = {row["id"]: job_from_row(row) for row in rows}
+        jobs = {row["id"]: job_from_row(row, self._cipher) for row in rows}
         partners = await self._partners_of({row["partner_id"] for row in rows})
         grants = {row["partner_id"]: (row["granted"], row["first_wait"]) for row in rows}
         claims: list[Claim] = []

@@ -7,23 +7,23 @@ fenced by ``lease_token`` so a worker whose lease was taken over cannot overwrit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, JSONB, TEXT
+from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
-from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json, unseal_json
 from craig.domain import exchange as model
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
+from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import SendJobRepository, SendJobStats
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ ADD = """
     INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload)
     SELECT u.id, u.transaction_id, u.partner_id, u.correlation_id, u.payload
       FROM unnest(CAST(:ids AS uuid[]), CAST(:transaction_ids AS uuid[]), CAST(:partner_ids AS uuid[]),
-                  CAST(:correlation_ids AS uuid[]), CAST(:payloads AS jsonb[]))
+                  CAST(:correlation_ids AS uuid[]), CAST(:payloads AS text[]))
         AS u(id, transaction_id, partner_id, correlation_id, payload)
     """
 _ADD = text(ADD).bindparams(
@@ -47,7 +47,7 @@ _ADD = text(ADD).bindparams(
     bindparam("transaction_ids", type_=UUIDS),
     bindparam("partner_ids", type_=UUIDS),
     bindparam("correlation_ids", type_=UUIDS),
-    bindparam("payloads", type_=ARRAY(JSONB)),
+    bindparam("payloads", type_=ARRAY(TEXT)),
 )
 _GET = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE id = :id")
 _FOR_TRANSACTION = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
@@ -138,15 +138,14 @@ _HISTORY_COUNTS = {
 }
 
 
-def add_params(jobs: Sequence[SendJob], *, as_text: bool = False) -> dict[str, list[Any]]:
-    """The array parameters of :data:`ADD`; ``as_text`` gives payloads as JSON text, for
-    statements that bypass SQLAlchemy's JSONB."""
+def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, list[Any]]:
+    """The array parameters of :data:`ADD`, each payload encrypted for its job's row."""
     return {
         "ids": [j.id for j in jobs],
         "transaction_ids": [j.transaction_id for j in jobs],
         "partner_ids": [j.partner_id for j in jobs],
         "correlation_ids": [j.correlation_id for j in jobs],
-        "payloads": [json.dumps(dict(j.payload)) if as_text else dict(j.payload) for j in jobs],
+        "payloads": [seal_json(cipher, SEND_JOB_PAYLOAD, j.id, j.payload) for j in jobs],
     }
 
 
@@ -161,13 +160,15 @@ def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[s
     }
 
 
-def job_from_row(row: Mapping[str, Any]) -> SendJob:
+def job_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> SendJob:
+    """The job, its payload decrypted (a payload that does not decrypt raises when it is used,
+    so one bad row never fails the jobs read with it)."""
     return SendJob(
         id=row["id"],
         transaction_id=row["transaction_id"],
         partner_id=row["partner_id"],
         correlation_id=row["correlation_id"],
-        payload=json_value(row["payload"]),
+        payload=unseal_json(cipher, SEND_JOB_PAYLOAD, row["id"], row["payload"]),
         status=JobStatus(row["status"]),
         attempts=row["attempts"],
         last_error=row["last_error"],
@@ -186,13 +187,13 @@ class PostgresSendJobRepository(SendJobRepository):
     async def _rows(self, statement: Any, params: Mapping[str, Any]) -> list[SendJob]:
         async with db_errors():
             result = await self.uow.connection.execute(statement, params)
-            return [job_from_row(row) for row in result.mappings()]
+            return [job_from_row(row, self.uow.cipher) for row in result.mappings()]
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         if not jobs:
             return
         async with db_errors():
-            await self.uow.connection.execute(_ADD, add_params(jobs))
+            await self.uow.connection.execute(_ADD, add_params(jobs, self.uow.cipher))
 
     async def get(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_GET, {"id": job_id})
