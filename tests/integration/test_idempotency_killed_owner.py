@@ -62,9 +62,12 @@ async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}
     name, body = uuid.uuid4().hex, {"a": 1}
     url = f"/v1/probe/{name}"
+    # Both servers start before the request, so a slow start on a loaded machine cannot eat
+    # into the claim's TTL (the early request must land while the dead owner's claim is live).
     first, first_base = _start(pg_url)
     second: subprocess.Popen[bytes] | None = None
     try:
+        second, base = _start(pg_url)
         async with httpx.AsyncClient(timeout=120) as client:
             # The handler is still running (X-Probe-Sleep is not part of the fingerprint) when
             # its server is killed: the claim stays `processing`, its effects uncommitted.
@@ -78,11 +81,10 @@ async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before
             with pytest.raises(httpx.HTTPError):
                 await doomed
 
-            second, base = _start(pg_url)
             sent_early_at = time.monotonic() - killed_at
             early = await client.post(f"{base}{url}", json=body, headers=headers)
             # The claim was taken ~1 s before the kill, so it is live until ~CLAIM_TTL - 1 s after it.
-            assert sent_early_at < CLAIM_TTL - 1.0 - WAIT_CEILING, "the second server took too long to start"
+            assert sent_early_at < CLAIM_TTL - 1.0 - WAIT_CEILING, "the early request came too late"
             assert early.status_code == 409
             assert early.json()["type"] == "/problems/idempotency-request-in-progress"
             assert 1 <= int(early.headers["retry-after"]) <= CLAIM_TTL
