@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from decimal import Decimal
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,8 @@ from craig.domain.fingerprint import (
     canonical_json,
     canonical_number,
     fingerprint,
+    header_params,
+    multipart_parts,
     validate_key,
 )
 
@@ -141,7 +144,9 @@ def _decimal_canonical(text: str) -> str:
     return format(number.normalize(), "f")
 
 
-@given(one=number_texts(digits=3, exponents=st.integers(-4, 4)), two=number_texts(digits=3, exponents=st.integers(-4, 4)))
+@given(
+    one=number_texts(digits=3, exponents=st.integers(-4, 4)), two=number_texts(digits=3, exponents=st.integers(-4, 4))
+)
 def test_numbers_are_one_iff_their_values_are_equal(one: str, two: str) -> None:
     assert (canonical_number(one) == canonical_number(two)) == (Decimal(one) == Decimal(two))
     same = fingerprint("application/json", f'{{"n":{one}}}'.encode()) == fingerprint(
@@ -206,3 +211,106 @@ def test_json_the_canonical_form_refuses_is_fingerprinted_as_raw_bytes(body: byt
     with pytest.raises(ValueError):
         canonical_json(body)
     assert fingerprint("application/json", body) == fingerprint("application/octet-stream", body)
+
+
+# --- multipart part headers: a tokenizer, not split(";") -----------------------------------------
+
+file_names = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00") | st.sampled_from(";\"\\ =*%'"),
+    min_size=1,
+    max_size=24,
+)
+
+
+def _disposition(filename: str, style: str) -> str:
+    """``filename`` as a sender writes it: a quoted string with backslash escapes, or RFC 8187."""
+    if style == "quoted":
+        escaped = filename.replace("\\", "\\\\").replace('"', '\\"')
+        return f'form-data; name="file"; filename="{escaped}"'
+    return f"form-data; name=\"file\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def _upload(boundary: str, filename: str, style: str, content: bytes = b"%PDF-1.7") -> bytes:
+    head = f"Content-Disposition: {_disposition(filename, style)}\r\nContent-Type: application/pdf"
+    return f"--{boundary}\r\n{head}\r\n\r\n".encode() + content + f"\r\n--{boundary}--\r\n".encode()
+
+
+STYLES = st.sampled_from(["quoted", "ext"])
+
+
+@given(one=file_names, two=file_names, style=STYLES)
+def test_the_fingerprint_tells_any_two_file_names_apart(one: str, two: str, style: str) -> None:
+    content_type = "multipart/form-data; boundary=BOUNDARY-0123"
+    first = fingerprint(content_type, _upload("BOUNDARY-0123", one, style))
+    second = fingerprint(content_type, _upload("BOUNDARY-0123", two, style))
+    assert (first == second) == (one == two)
+    parts = multipart_parts(content_type, _upload("BOUNDARY-0123", one, style))
+    assert [(p[0], p[1] if style == "quoted" else dict(p[4])["content-disposition;filename*"]) for p in parts] == [
+        ("file", one)
+    ]
+
+
+@given(
+    filename=file_names,
+    style=STYLES,
+    boundaries=st.tuples(*[st.text("abcdefXYZ0123456789'()+_,-./:=?", min_size=8, max_size=40)] * 2),
+)
+def test_the_multipart_fingerprint_is_boundary_independent(
+    filename: str, style: str, boundaries: tuple[str, str]
+) -> None:
+    one, two = (_upload(b, filename, style) for b in boundaries)
+    if any(b.encode() in _upload("", filename, style) for b in boundaries):
+        return  # a boundary inside the part is not a valid multipart body
+    assert fingerprint(f'multipart/form-data; boundary="{boundaries[0]}"', one) == fingerprint(
+        f'multipart/form-data; boundary="{boundaries[1]}"', two
+    )
+
+
+def test_a_semicolon_inside_a_quoted_file_name_is_part_of_the_name() -> None:
+    content_type = "multipart/form-data; boundary=BOUNDARY12"
+    v1, v2 = (fingerprint(content_type, _upload("BOUNDARY12", f"report;v{n}.pdf", "quoted")) for n in (1, 2))
+    assert v1 != v2
+    assert multipart_parts(content_type, _upload("BOUNDARY12", "report;v1.pdf", "quoted"))[0][1] == "report;v1.pdf"
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ('form-data; name="file"; filename="report;v1.pdf"', [("name", "file"), ("filename", "report;v1.pdf")]),
+        ('form-data; name=file; filename="a\\"b\\\\c.pdf"', [("name", "file"), ("filename", 'a"b\\c.pdf')]),
+        ("form-data; filename*=UTF-8''r%C3%A9port%3Bv2.pdf", [("filename*", "réport;v2.pdf")]),
+        ("form-data; filename*=iso-8859-1'en'%E9t%E9.txt", [("filename*", "été.txt")]),
+        ('form-data ;  Name = "x" ; b= y z ;;', [("name", "x"), ("b", "y z")]),
+        ('multipart/form-data; boundary="abc;def"', [("boundary", "abc;def")]),
+        ("form-data", []),
+    ],
+)
+def test_header_parameters(value: str, parsed: list[tuple[str, str]]) -> None:
+    assert header_params(value)[1] == parsed
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        'form-data; name="x" junk',
+        'form-data; name="unterminated',
+        "form-data; =x",
+        'form-data; name=a"b',
+        "form-data; filename*=no-quotes",
+        "form-data; filename*=punycode''abc",  # only UTF-8 and ISO-8859-1
+        'form-data; name="' + "\\x" * 50_000,  # long and hostile: refused in one pass
+    ],
+)
+def test_malformed_header_parameters_are_refused(value: str) -> None:
+    with pytest.raises(ValueError):
+        header_params(value)
+
+
+def test_a_multipart_body_the_tokenizer_refuses_is_fingerprinted_as_raw_bytes() -> None:
+    content_type = "multipart/form-data; boundary=BOUNDARY12"
+    unterminated = (
+        b'--BOUNDARY12\r\nContent-Disposition: form-data; name="file"; filename="a\r\n\r\nx\r\n--BOUNDARY12--\r\n'
+    )
+    huge_headers = _upload("BOUNDARY12", "a" * 70_000, "quoted")  # more part headers than any form needs
+    for body in (unterminated, huge_headers):
+        assert fingerprint(content_type, body) == fingerprint("application/octet-stream", body)
