@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from craig.adapters.postgres import migrations
-from tests.support.services import fetch, public_tables, scratch_database
+from tests.support.services import admin_sql, fetch, public_tables, scratch_database
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -51,6 +51,29 @@ def test_0010_notifies_send_job_workers_on_insert_and_downgrades_cleanly(pg_serv
         assert [r["tgname"] for r in fetch(url, triggers)] == ["exchange_send_jobs_notify"]
 
 
+def test_0014_gives_every_idempotency_slot_an_id_and_downgrades_cleanly(pg_server_url: str) -> None:
+    column = (
+        "SELECT is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'idempotency_responses' AND column_name = 'slot_id'"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0010")
+        for key in ("a", "b"):  # slots stored before the column existed
+            admin_sql(
+                url,
+                "INSERT INTO idempotency_responses (cache_key, method, path, body_fingerprint, status) "
+                f"VALUES ('{key}', 'POST', '/v1/x', 'fp', 'processing')",
+            )
+        migrations.upgrade(url, "0014")
+        assert [r["is_nullable"] for r in fetch(url, column)] == ["NO"]
+        ids = [r["slot_id"] for r in fetch(url, "SELECT slot_id FROM idempotency_responses")]
+        assert len(set(ids)) == 2 and None not in ids
+        migrations.downgrade(url, "0010")
+        assert fetch(url, column) == []
+        migrations.upgrade(url, "0014")
+        assert [r["is_nullable"] for r in fetch(url, column)] == ["NO"]
+
+
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
     with scratch_database(pg_server_url) as url:
         migrations.upgrade_to_head(url)
@@ -61,4 +84,4 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         assert public_tables(url) <= {"alembic_version"}
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
-        assert migrations.head_revision() == "0010"
+        assert migrations.head_revision() == "0014"
