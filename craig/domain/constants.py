@@ -152,6 +152,8 @@ INTAKE_MAX_BODY_BYTES: Final = 64 * 1024
 INTAKE_RATE_WINDOW: Final = timedelta(minutes=1)
 #: A client's rate-limit bucket idle this long limits no one; the cleanup worker deletes it.
 INTAKE_RATE_LIMIT_RETENTION: Final = timedelta(hours=1)
+#: Per-client limits count an IPv6 client per network of this prefix length (IPv4: per address).
+CLIENT_RATE_LIMIT_IPV6_PREFIX_BITS: Final = 64
 #: How long the captcha provider's siteverify may take before intake answers 503.
 CAPTCHA_VERIFY_TIMEOUT: Final = timedelta(seconds=5)
 REPORTER_NAME_MAX_LENGTH: Final = 200
