@@ -128,25 +128,30 @@ class IdempotentRequests:
     @contextlib.asynccontextmanager
     async def keep_claim(self, slot: Slot) -> AsyncIterator[None]:
         """Extend ``slot``'s claim every ``claim_ttl / 3`` while the block runs; stopped (and
-        awaited) however the block ends. A failed extension is logged and retried at the next
-        beat; a lost claim stops the beating (the finalize then reports ``ClaimLost``)."""
-        beating = asyncio.create_task(self._heartbeat(slot))
+        awaited, a beat in flight is let finish) however the block ends. A failed extension is
+        logged and retried at the next beat; a lost claim stops the beating (the finalize then
+        reports ``ClaimLost``)."""
+        stop = asyncio.Event()
+        beating = asyncio.create_task(self._heartbeat(slot, stop))
         try:
             yield
         finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
+            stop.set()
+            await beating
 
-    async def _heartbeat(self, slot: Slot) -> None:
+    async def _heartbeat(self, slot: Slot, stop: asyncio.Event) -> None:
         interval = (self.policy.claim_ttl / IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL).total_seconds()
         while True:
-            await asyncio.sleep(interval)
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+                return
+            except TimeoutError:
+                pass
             try:
                 if not await self.store.extend_claim(slot.cache_key, slot.claim_token, self.policy.claim_ttl):
                     log.warning("idempotency claim lost while its handler ran", cache_key=slot.cache_key)
                     return
-            except PortError as error:
+            except Exception as error:  # the beat must never break the request it keeps alive
                 log.warning("idempotency claim could not be extended", cache_key=slot.cache_key, error=str(error))
 
     async def complete(

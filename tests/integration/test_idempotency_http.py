@@ -292,7 +292,7 @@ async def test_a_live_handler_slower_than_the_claim_ttl_runs_once(
 ) -> None:
     """The winner extends its claim while its handler runs (three times the TTL here): the
     duplicates wait and get 409 busy or the replay; none of them takes the slot over."""
-    ttl = 1.0
+    ttl = 1.5
     policy = IdempotencySettings(claim_ttl_seconds=ttl, wait_ceiling_seconds=ttl)
     async for api in _api("postgres", request, tmp_path, idempotency=policy):
         n, key = name(), name()

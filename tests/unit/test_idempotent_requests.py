@@ -25,9 +25,12 @@ class CountingStore(MemoryIdempotencyStore):
         super().__init__(MemoryDatabase())
         self.beats = 0
         self.answer: bool | None = None
+        self.error: Exception | None = None
 
     async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
         self.beats += 1
+        if self.error is not None:
+            raise self.error
         if self.answer is not None:
             return self.answer
         return await super().extend_claim(cache_key, token, ttl)
@@ -81,3 +84,12 @@ async def test_a_lost_claim_stops_the_heartbeat() -> None:
         await _until(lambda: store.beats >= 1)
         await asyncio.sleep(TTL.total_seconds())
         assert store.beats == 1
+
+
+async def test_a_failing_beat_is_retried_and_never_breaks_the_block() -> None:
+    store = CountingStore()
+    store.error = RuntimeError("the database is away")
+    requests, slot = await _claimed(store)
+    async with requests.keep_claim(slot):
+        await _until(lambda: store.beats >= 2)  # tried again at the next beat
+    assert store.beats >= 2
