@@ -136,37 +136,37 @@ class IdempotencyMiddleware(ASGIMiddleware):
         async def capture(message: Message) -> None:
             captured.append(message)
 
-        try:
-            async with requests.keep_claim(claim.slot):
-                try:
-                    await next_app(scope, _replay_body(body), capture)
-                except BaseException as error:
-                    await uow.release(commit=False)
-                    await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
-                    raise
-                status, headers, response_body = _collect(captured)
+        async with requests.keep_claim(claim.slot):
+            try:
+                await next_app(scope, _replay_body(body), capture)
+            except BaseException as error:
+                await uow.release(commit=False)
+                await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
+                raise
+            status, headers, response_body = _collect(captured)
+            try:
                 await requests.complete(claim.slot, uow, status, headers, response_body)
-        except ClaimLost:
-            metrics.idempotency_outcomes.labels("claim_lost").inc()
-            await _answer(
-                send,
-                409,
-                "idempotency-claim-lost",
-                "this request's claim expired and a retry took it over; its effects were discarded. "
-                "Retry to receive the final result",
-                headers=[(b"retry-after", b"1")],
-            )
-            return
-        except PortError as error:
-            log.warning("idempotent finalize failed", error=str(error))
-            await _answer(
-                send,
-                503,
-                "dependency-unavailable",
-                "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
-                headers=[(b"retry-after", b"1")],
-            )
-            return
+            except ClaimLost:
+                metrics.idempotency_outcomes.labels("claim_lost").inc()
+                await _answer(
+                    send,
+                    409,
+                    "idempotency-claim-lost",
+                    "this request's claim expired and a retry took it over; its effects were discarded. "
+                    "Retry to receive the final result",
+                    headers=[(b"retry-after", b"1")],
+                )
+                return
+            except PortError as error:
+                log.warning("idempotent finalize failed", error=str(error))
+                await _answer(
+                    send,
+                    503,
+                    "dependency-unavailable",
+                    "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
+                    headers=[(b"retry-after", b"1")],
+                )
+                return
         metrics.idempotency_outcomes.labels("executed").inc()
         for message in captured:
             await send(message)
