@@ -9,10 +9,25 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
-# --- Idempotent writes (seed: idempotency_atomic_claim) ------------------------------------
-#: How long a ``processing`` claim is owned before another request may recover it. The seed's
-#: 30 s ceiling bounds loser-wait plus recovery without bouncing clients to 409.
+# --- Idempotent writes ---------------------------------------------------------------------
+#: How long a ``processing`` claim is owned before another request may recover it. A 30 s
+#: ceiling bounds loser-wait plus recovery without bouncing clients to 409. A live owner
+#: extends its claim while its handler runs, so only a dead owner's claim runs out.
 IDEMPOTENCY_CLAIM_TTL: Final = timedelta(seconds=30)
+#: A live owner extends its claim this many times per claim TTL (every third of it).
+IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL: Final = 3
+#: Numbers whose plain decimal form needs more padding zeros than this are fingerprinted in
+#: exponent form (``1e400``): the canonical text stays as long as the input plus a constant.
+#: Every number JavaScript or Python prints without an exponent stays in plain form.
+FINGERPRINT_NUMBER_MAX_PADDING_ZEROS: Final = 21
+#: Decimal digits of a JSON number's exponent that the fingerprint reads (beyond: raw bytes).
+FINGERPRINT_NUMBER_MAX_EXPONENT_DIGITS: Final = 18
+#: JSON nested deeper than this is fingerprinted as raw bytes (the canonical form recurses).
+FINGERPRINT_JSON_MAX_DEPTH: Final = 256
+#: A multipart body with more parts, or more bytes of part headers in all, is fingerprinted as
+#: raw bytes (the form parser refuses more than 1000 parts anyway).
+FINGERPRINT_MULTIPART_MAX_PARTS: Final = 1000
+FINGERPRINT_MULTIPART_MAX_HEADER_BYTES: Final = 64 * 1024
 #: How long a concurrent duplicate waits for the winner before answering 409 + Retry-After.
 #: Never longer than the claim TTL.
 IDEMPOTENCY_LOSER_WAIT_CEILING: Final = timedelta(seconds=10)
@@ -152,6 +167,8 @@ INTAKE_MAX_BODY_BYTES: Final = 64 * 1024
 INTAKE_RATE_WINDOW: Final = timedelta(minutes=1)
 #: A client's rate-limit bucket idle this long limits no one; the cleanup worker deletes it.
 INTAKE_RATE_LIMIT_RETENTION: Final = timedelta(hours=1)
+#: Per-client limits count an IPv6 client per network of this prefix length (IPv4: per address).
+CLIENT_RATE_LIMIT_IPV6_PREFIX_BITS: Final = 64
 #: How long the captcha provider's siteverify may take before intake answers 503.
 CAPTCHA_VERIFY_TIMEOUT: Final = timedelta(seconds=5)
 REPORTER_NAME_MAX_LENGTH: Final = 200

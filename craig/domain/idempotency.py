@@ -1,4 +1,4 @@
-"""The idempotency claim state machine (seed: ``idempotency_atomic_claim``).
+"""The idempotency claim state machine.
 
 A *slot* is one (user, method, path, Idempotency-Key). Its life::
 
@@ -8,8 +8,10 @@ A *slot* is one (user, method, path, Idempotency-Key). Its life::
 
 Every (re)claim bumps ``claim_token`` (a fencing token): a finalize applies only while its token
 is still current, so an owner whose claim expired and was recovered cannot overwrite the new
-owner's result. Everything here is a pure function of its arguments; ``now`` is the database
-clock.
+owner's result. A live owner extends its claim while its handler runs (a heartbeat), so only
+the claim of an owner that died runs out. ``slot_id`` is born with the slot and survives every
+re-claim; a slot made again for the same key after the old one was purged gets a new one.
+Everything here is a pure function of its arguments; ``now`` is the database clock.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class ClaimRequest:
     path: str
     user_sub: UUID | None
     fingerprint: str
+    #: The identity the slot gets if this request creates it (a re-claim keeps the slot's own).
+    slot_id: UUID
 
 
 @attrs.frozen(kw_only=True)
@@ -59,6 +63,7 @@ class Slot:
     fingerprint: str
     status: SlotStatus
     claim_token: int
+    slot_id: UUID
     started_at: datetime
     claim_expires_at: datetime
     finished_at: datetime | None = None
@@ -101,7 +106,8 @@ class Mismatch:
 ClaimDecision = Claim | Replay | Wait | Mismatch
 
 
-def new_slot(request: ClaimRequest, now: datetime, ttl: timedelta, token: int = 1) -> Slot:
+def new_slot(request: ClaimRequest, now: datetime, ttl: timedelta, token: int = 1, slot_id: UUID | None = None) -> Slot:
+    """A processing slot; ``token`` and ``slot_id`` are the earlier slot's when re-claiming."""
     return Slot(
         cache_key=request.cache_key,
         method=request.method,
@@ -110,6 +116,7 @@ def new_slot(request: ClaimRequest, now: datetime, ttl: timedelta, token: int = 
         fingerprint=request.fingerprint,
         status=SlotStatus.PROCESSING,
         claim_token=token,
+        slot_id=slot_id or request.slot_id,
         started_at=now,
         claim_expires_at=now + ttl,
     )
@@ -127,7 +134,7 @@ def decide_claim(existing: Slot | None, request: ClaimRequest, now: datetime, tt
     if existing.is_live_claim(now):
         return Wait(existing.claim_expires_at - now)
     # failed, or processing whose owner died: recover it under a new fencing token.
-    return Claim(new_slot(request, now, ttl, token=existing.claim_token + 1))
+    return Claim(new_slot(request, now, ttl, token=existing.claim_token + 1, slot_id=existing.slot_id))
 
 
 class ClaimLost(DomainError):
@@ -139,6 +146,13 @@ class ClaimLost(DomainError):
 def _check_owner(slot: Slot, token: int) -> None:
     if slot.status is not SlotStatus.PROCESSING or slot.claim_token != token:
         raise ClaimLost(f"idempotency slot is now {slot.status} with token {slot.claim_token}; this claim held {token}")
+
+
+def extend_claim(slot: Slot, token: int, now: datetime, ttl: timedelta) -> Slot:
+    """The owner's heartbeat: its claim now runs until ``now + ttl``. ``ClaimLost`` when
+    ``token`` no longer owns a processing slot."""
+    _check_owner(slot, token)
+    return attrs.evolve(slot, claim_expires_at=now + ttl)
 
 
 def finalize_succeeded(slot: Slot, token: int, response: StoredResponse, now: datetime) -> Slot:

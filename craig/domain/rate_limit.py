@@ -9,10 +9,13 @@ nothing.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from datetime import datetime, timedelta
 
 import attrs
+
+from craig.domain.constants import CLIENT_RATE_LIMIT_IPV6_PREFIX_BITS
 
 
 @attrs.frozen
@@ -40,3 +43,21 @@ def gcra(tat: datetime | None, now: datetime, limit: int, window: timedelta) -> 
     if candidate - now > window:
         return RateDecision(False, candidate - now - window), None
     return RateDecision(True), candidate
+
+
+def client_bucket(scope: str, address: str | None) -> str:
+    """The bucket of a client address: an IPv4 address itself (also when IPv4-mapped), an IPv6
+    address's /64, and one shared ``unknown`` bucket for a missing or unreadable address.
+
+    One subscriber usually holds a whole IPv6 /64, so a limit per IPv6 address would let one
+    client pick a fresh address for every request."""
+    try:
+        parsed = ipaddress.ip_address((address or "").strip())
+    except ValueError:
+        return f"{scope}:unknown"
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        parsed = parsed.ipv4_mapped
+    if isinstance(parsed, ipaddress.IPv4Address):
+        return f"{scope}:{parsed}"
+    network = ipaddress.IPv6Network((parsed, CLIENT_RATE_LIMIT_IPV6_PREFIX_BITS), strict=False)
+    return f"{scope}:{network}"

@@ -75,7 +75,7 @@ from craig.usecases.exchange import (
     SendJobBacklog,
     StartTransaction,
 )
-from craig.usecases.intake import SubmitReferral
+from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
 from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
 from craig.usecases.placements import (
     CreateFosterHome,
@@ -302,13 +302,10 @@ class Container(containers.DeclarativeContainer):
         clock=clock,
         max_age=providers.Callable(lambda s: timedelta(seconds=s.rules.cache_max_age_seconds), settings),
     )
+    intake_policy = providers.Singleton(intake_policy_from, settings)
+    admit_intake_client = providers.Factory(AdmitIntakeClient, limiter=rate_limiter, policy=intake_policy)
     submit_referral = providers.Factory(
-        SubmitReferral,
-        limiter=rate_limiter,
-        captcha=captcha,
-        cache=rule_cache,
-        clock=clock,
-        policy=providers.Singleton(intake_policy_from, settings),
+        SubmitReferral, captcha=captcha, cache=rule_cache, clock=clock, policy=intake_policy
     )
     create_rule_set = providers.Factory(CreateRuleSet, cache=rule_cache, instance_id=instance_id, clock=clock)
     get_rule_set = providers.Factory(GetRuleSet)

@@ -41,10 +41,22 @@ class IdempotencyStore(Protocol):
     ``try_claim`` is atomic: of any number of concurrent calls for one ``cache_key``, exactly
     one returns :class:`Claimed` (per claim generation). It claims a missing slot, and
     re-claims a ``failed`` slot or a ``processing`` slot whose ``claim_expires_at`` has passed,
-    but only when the fingerprint matches; each (re)claim bumps ``claim_token``.
+    but only when the fingerprint matches; each (re)claim bumps ``claim_token``. A new slot
+    takes ``request.slot_id``; a re-claim keeps the slot's ``slot_id``, so it names the slot
+    from its INSERT until it is purged.
     """
 
     async def try_claim(self, request: ClaimRequest, ttl: timedelta) -> ClaimOutcome: ...
+
+    async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
+        """The owner's heartbeat: set ``claim_expires_at`` to ``now + ttl`` (database clock),
+        only while ``token`` is the slot's current token and the slot is ``processing``.
+
+        False when the claim is no longer this owner's (re-claimed by another request,
+        finalized, or purged); nothing changes then. An owner calls it well within every TTL
+        while its handler runs, so that only the claim of an owner that died expires.
+        """
+        ...
 
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
         """The slot (or None) and the database clock's now."""

@@ -1,17 +1,21 @@
-"""Use cases: the two-phase attachment upload (seed "Phase 1"/"Phase 2"), reads and downloads.
+"""Use cases: the two-phase attachment upload, reads and downloads.
 
 Phase 1 commits the ``pending`` row and ``cases.contact_attachment_uploaded`` *immediately*
 (``commit(immediately=True)``), even when the idempotency layer holds commits: the row must be
 durable before the blob exists, so a blob never exists without a row that the scanner can
 reconcile. Phase 2 puts the blob, then marks the row ``present`` in a normal (possibly held)
-commit. When the put fails, ONE compensating transaction deletes the pending row and stages
-``cases.contact_attachment_upload_failed``; the ``ObjectStoreUnavailable`` then answers 503
-and the client retries with the same Idempotency-Key. A crash between the phases leaves a
-``pending`` row; the attachment scanner settles it.
+commit. When the put fails, however it fails (a port error, any other exception, even a
+cancellation), ONE compensating transaction deletes the pending row and stages
+``cases.contact_attachment_upload_failed``; it runs to its end even if the request is cancelled
+meanwhile. The error then propagates: ``ObjectStoreUnavailable`` answers 503 and the client
+retries with the same Idempotency-Key; anything else answers a 500 problem. Only a crash
+between the phases (or a failed compensation) leaves a ``pending`` row; the attachment scanner
+settles it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from uuid import UUID
 
@@ -76,7 +80,9 @@ def _uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> Eve
 class UploadAttachment:
     """Validate, then run the two phases. Raises the validation errors of
     :func:`craig.domain.attachments.validate_upload` before anything is written, ``NotFound``
-    for an invisible case or unknown contact, and ``ObjectStoreUnavailable`` after compensating.
+    for an invisible case or unknown contact, and, after compensating, whatever the put raised
+    (``ObjectStoreUnavailable``; a ``CancelledError`` that is not this task's own cancellation
+    is reported as ``ObjectStoreUnavailable`` too, since the put did not complete).
 
     A caller that may repeat the request (an idempotent retry) passes the same ``attachment_id``
     each time: a repeat then resumes the earlier attempt instead of creating a second attachment
@@ -130,8 +136,11 @@ class UploadAttachment:
             attachment = earlier
         try:  # Phase 2
             await self.object_store.put(attachment.object_key, body, media_type)
-        except Exception as error:
-            await self._compensate(attachment, error)
+        except BaseException as error:
+            if await self._compensate_to_the_end(attachment, error):
+                raise asyncio.CancelledError from error  # cancelled while compensating
+            if isinstance(error, asyncio.CancelledError) and not _being_cancelled():
+                raise ObjectStoreUnavailable("the object store's put was cancelled") from error
             raise
         async with self.uow:
             promoted = await self.uow.attachments.mark_present(attachment.id)
@@ -144,12 +153,31 @@ class UploadAttachment:
             raise await self._reconciled_away(attachment)
         return _settled(current)
 
-    async def _compensate(self, attachment: Attachment, error: Exception) -> None:
-        log.warning("blob write failed after phase 1; compensating", attachment_id=str(attachment.id), error=str(error))
+    async def _compensate_to_the_end(self, attachment: Attachment, error: BaseException) -> bool:
+        """Run the compensation to its end even if this task is cancelled meanwhile (it shares
+        the request's unit of work, which the caller releases after us). True if cancelled."""
+        compensation = asyncio.ensure_future(self._compensate(attachment, error))
+        cancelled = False
+        while True:
+            try:
+                await asyncio.shield(compensation)
+                return cancelled
+            except asyncio.CancelledError:
+                if compensation.cancelled():
+                    return True
+                cancelled = True
+
+    async def _compensate(self, attachment: Attachment, error: BaseException) -> None:
+        log.warning(
+            "blob write failed after phase 1; compensating",
+            attachment_id=str(attachment.id),
+            error=f"{type(error).__name__}: {error}",
+        )
         try:
             async with self.uow:
                 if await self.uow.attachments.delete_pending(attachment.id):
-                    event = upload_failed_event(attachment.id, attachment.contact_id, str(error), self.clock.now())
+                    reason = str(error) or type(error).__name__
+                    event = upload_failed_event(attachment.id, attachment.contact_id, reason, self.clock.now())
                     await stage_event(self.uow, event)
                 await self.uow.commit(immediately=True)
         except Exception as compensation_error:
@@ -168,6 +196,11 @@ class UploadAttachment:
         except ObjectStoreUnavailable:
             pass
         return ObjectStoreUnavailable("the upload took longer than the reconciliation grace period; retry it")
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _settled(attachment: Attachment) -> Attachment:

@@ -4,7 +4,11 @@ The HTTP layer translates; every decision is made here and in :mod:`craig.domain
 
 1. :meth:`IdempotentRequests.begin` claims the slot, or replays, or reports a body mismatch,
    or waits for the winner (woken by LISTEN/NOTIFY, polling as a fallback) up to the ceiling.
-2. The handler runs on a unit of work whose commits are *held*.
+2. The handler runs on a unit of work whose commits are *held*, inside
+   :meth:`IdempotentRequests.keep_claim`: the winner extends its claim every third of the claim
+   TTL (fenced by its token) until it has finalized, so a live handler slower than the TTL is
+   never run a second time; only the claim of an owner that died (and stopped extending) runs
+   out.
 3. :meth:`IdempotentRequests.complete` stores the response inside that same transaction and
    commits once: the effects and the stored response become durable together, or not at all.
    A 5xx, or an answer with ``Retry-After`` (429, a transient 409), or an exception
@@ -15,18 +19,24 @@ The HTTP layer translates; every decision is made here and in :mod:`craig.domain
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
 from uuid import UUID
 
 import attrs
+import structlog
 
 from craig.domain import idempotency as model
+from craig.domain.constants import IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL
 from craig.domain.fingerprint import cache_key, fingerprint, validate_key
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, StoredResponse
 from craig.ports.errors import PortError
 from craig.ports.idempotency import Claimed, ClaimOutcome, Existing, IdempotencyStore
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.ids import new_id
+
+log = structlog.get_logger(__name__)
 
 __all__ = ["Busy", "ClaimLost", "IdempotentRequests", "Mismatch", "Proceed", "Replay", "validate_key"]
 
@@ -83,6 +93,7 @@ class IdempotentRequests:
             path=path,
             user_sub=user_sub,
             fingerprint=fingerprint(content_type, body),
+            slot_id=new_id(),
         )
 
     async def begin(self, request: ClaimRequest) -> Begin:
@@ -113,6 +124,35 @@ class IdempotentRequests:
                 outcome = await self.store.try_claim(request, self.policy.claim_ttl)
             else:
                 outcome = Existing(slot, now)
+
+    @contextlib.asynccontextmanager
+    async def keep_claim(self, slot: Slot) -> AsyncIterator[None]:
+        """Extend ``slot``'s claim every ``claim_ttl / 3`` while the block runs; stopped (and
+        awaited, a beat in flight is let finish) however the block ends. A failed extension is
+        logged and retried at the next beat; a lost claim stops the beating (the finalize then
+        reports ``ClaimLost``)."""
+        stop = asyncio.Event()
+        beating = asyncio.create_task(self._heartbeat(slot, stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            await beating
+
+    async def _heartbeat(self, slot: Slot, stop: asyncio.Event) -> None:
+        interval = (self.policy.claim_ttl / IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL).total_seconds()
+        while True:
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+                return
+            except TimeoutError:
+                pass
+            try:
+                if not await self.store.extend_claim(slot.cache_key, slot.claim_token, self.policy.claim_ttl):
+                    log.warning("idempotency claim lost while its handler ran", cache_key=slot.cache_key)
+                    return
+            except Exception as error:  # the beat must never break the request it keeps alive
+                log.warning("idempotency claim could not be extended", cache_key=slot.cache_key, error=str(error))
 
     async def complete(
         self, slot: Slot, uow: UnitOfWork, status_code: int, headers: Iterable[tuple[str, str]], body: bytes

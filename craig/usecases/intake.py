@@ -2,8 +2,11 @@
 
 In order, so the cheap refusals come first and no transaction waits on a third party:
 
-1. the per-client-IP rate limit (its own short transaction, shared by every instance);
-2. validation of the form;
+1. :class:`AdmitIntakeClient`, the per-client rate limit (its own short transaction, shared by
+   every instance). The request pipeline runs it first, before anything else of the request
+   and in particular before an ``Idempotency-Key`` claims a slot, so a refused request leaves
+   no row behind;
+2. :class:`SubmitReferral`: validation of the form;
 3. the captcha, only when ``require_captcha`` (the provider is called outside any transaction);
 4. one transaction: score with the ``intake-triage`` rule set, store the referral with its
    personal details encrypted, and stage ``intake.referral_received`` (no personal details in
@@ -20,6 +23,7 @@ from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.errors import DomainError, Forbidden, InvalidInput
 from craig.domain.events import EventEnvelope
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter, triage_facts, triaged
+from craig.domain.rate_limit import client_bucket
 from craig.domain.rules import Evaluation
 from craig.ports.captcha import CaptchaVerifier
 from craig.ports.clock import Clock
@@ -73,30 +77,40 @@ class ReferralForm:
     captcha_token: str | None = None
 
 
+class AdmitIntakeClient:
+    """Count one intake request against its client's budget: ``policy.rate_limit`` per
+    ``policy.rate_window`` per IPv4 address or IPv6 /64 (:func:`client_bucket`). Every attempt
+    counts, whatever becomes of it. Raises ``RateLimited`` past the budget (a refused attempt
+    consumes nothing), ``Unavailable`` when the limiter's storage is down."""
+
+    def __init__(self, limiter: RateLimiter, policy: IntakePolicy) -> None:
+        self.limiter = limiter
+        self.policy = policy
+
+    async def __call__(self, client_ip: str | None) -> None:
+        bucket = client_bucket("intake", client_ip)
+        decision = await self.limiter.hit(bucket, self.policy.rate_limit, self.policy.rate_window)
+        if not decision.allowed:
+            raise RateLimited(decision.retry_after_seconds)
+
+
 class SubmitReferral:
+    """Validate, verify the captcha, triage and store a referral (its client already admitted
+    by :class:`AdmitIntakeClient`)."""
+
     def __init__(
-        self,
-        uow: UnitOfWork,
-        limiter: RateLimiter,
-        captcha: CaptchaVerifier,
-        cache: RuleSetCache,
-        clock: Clock,
-        policy: IntakePolicy,
+        self, uow: UnitOfWork, captcha: CaptchaVerifier, cache: RuleSetCache, clock: Clock, policy: IntakePolicy
     ) -> None:
         self.uow = uow
-        self.limiter = limiter
         self.captcha = captcha
         self.cache = cache
         self.clock = clock
         self.policy = policy
 
     async def __call__(self, form: ReferralForm, client_ip: str | None) -> Referral:
-        """The stored referral. Raises ``RateLimited``, ``InvalidInput`` (422),
-        ``CaptchaRequired`` (422), ``CaptchaRejected`` (403), or ``Unavailable`` (503)."""
-        bucket = f"intake:{client_ip or 'unknown'}"
-        decision = await self.limiter.hit(bucket, self.policy.rate_limit, self.policy.rate_window)
-        if not decision.allowed:
-            raise RateLimited(decision.retry_after_seconds)
+        """The stored referral. Raises ``InvalidInput`` (422), ``CaptchaRequired`` (422),
+        ``CaptchaRejected`` (403), or ``Unavailable`` (503). ``client_ip`` goes to the captcha
+        provider."""
         reporter = new_reporter(form.reporter_name, form.reporter_phone, form.reporter_email)
         child = new_child(form.child_first_name, form.child_age)
         referral = new_referral(

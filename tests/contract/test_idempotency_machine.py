@@ -58,7 +58,14 @@ def make_machine(kind: str, url: str | None) -> type[RuleBasedStateMachine]:
             self.loop.close()
 
         def request(self, fp: str) -> ClaimRequest:
-            return ClaimRequest(cache_key=self.key, method="POST", path="/v1/x", user_sub=self.user, fingerprint=fp)
+            return ClaimRequest(
+                cache_key=self.key,
+                method="POST",
+                path="/v1/x",
+                user_sub=self.user,
+                fingerprint=fp,
+                slot_id=uuid.uuid4(),
+            )
 
         @rule(fp=st.sampled_from(["a", "b"]), ttl=st.sampled_from([LIVE, DEAD]))
         def claim(self, fp: str, ttl: timedelta) -> None:

@@ -26,6 +26,7 @@ def request(fp: str = "fp-1", key: str | None = None, user: uuid.UUID | None = N
         path="/v1/things",
         user_sub=user or uuid.uuid4(),
         fingerprint=fp,
+        slot_id=uuid.uuid4(),
     )
 
 
@@ -87,7 +88,12 @@ async def test_failed_slot_is_not_reclaimed_with_another_body(backend: Backend) 
     first = await backend.idempotency.try_claim(req, TTL)
     await backend.idempotency.finalize_failed(req.cache_key, first.slot.claim_token, "boom")
     other = ClaimRequest(
-        cache_key=req.cache_key, method=req.method, path=req.path, user_sub=req.user_sub, fingerprint="fp-2"
+        cache_key=req.cache_key,
+        method=req.method,
+        path=req.path,
+        user_sub=req.user_sub,
+        fingerprint="fp-2",
+        slot_id=uuid.uuid4(),
     )
     outcome = await backend.idempotency.try_claim(other, TTL)
     assert isinstance(outcome, Existing)
@@ -132,6 +138,63 @@ async def test_succeeded_slot_never_changes(backend: Backend) -> None:
         await finalize(backend, req, claimed.slot.claim_token, StoredResponse(500, (), b"x"))
     slot, _ = await backend.idempotency.get(req.cache_key)
     assert slot is not None and slot.status is SlotStatus.SUCCEEDED and slot.response == RESPONSE
+
+
+async def test_the_owner_extends_its_live_claim(backend: Backend) -> None:
+    req = request()
+    short = timedelta(seconds=0.6)
+    claimed = await backend.idempotency.try_claim(req, short)
+    for _ in range(3):  # 1.2 s in all, twice the TTL: still the owner's, because it beats
+        await backend.sleep(0.4)
+        assert await backend.idempotency.extend_claim(req.cache_key, claimed.slot.claim_token, short)
+        assert isinstance(await backend.idempotency.try_claim(req, TTL), Existing)
+    slot, now = await backend.idempotency.get(req.cache_key)
+    assert slot is not None and slot.status is SlotStatus.PROCESSING and slot.claim_expires_at > now
+    assert slot.claim_token == claimed.slot.claim_token
+    await backend.sleep(0.7)  # the beating stopped (the owner died): the claim runs out
+    recovered = await backend.idempotency.try_claim(req, TTL)
+    assert isinstance(recovered, Claimed) and recovered.slot.claim_token == claimed.slot.claim_token + 1
+
+
+async def test_only_the_current_owner_of_a_processing_slot_extends_it(backend: Backend) -> None:
+    req = request()
+    old = await backend.idempotency.try_claim(req, timedelta(0))
+    new = await backend.idempotency.try_claim(req, TTL)
+    assert isinstance(new, Claimed)
+    assert not await backend.idempotency.extend_claim(req.cache_key, old.slot.claim_token, timedelta(hours=1))
+    slot, _ = await backend.idempotency.get(req.cache_key)
+    assert slot is not None and slot.claim_expires_at == new.slot.claim_expires_at
+    await finalize(backend, req, new.slot.claim_token)
+    assert not await backend.idempotency.extend_claim(req.cache_key, new.slot.claim_token, TTL)
+    slot, _ = await backend.idempotency.get(req.cache_key)
+    assert slot is not None and slot.status is SlotStatus.SUCCEEDED
+    assert not await backend.idempotency.extend_claim(uuid.uuid4().hex, 1, TTL)  # no such slot
+
+
+async def test_a_slot_keeps_its_id_through_reclaims_and_a_new_slot_gets_a_new_one(backend: Backend) -> None:
+    req = request()
+    first = await backend.idempotency.try_claim(req, timedelta(0))
+    assert first.slot.slot_id == req.slot_id
+    later = ClaimRequest(
+        cache_key=req.cache_key,
+        method=req.method,
+        path=req.path,
+        user_sub=req.user_sub,
+        fingerprint=req.fingerprint,
+        slot_id=uuid.uuid4(),
+    )
+    dead_owner_recovered = await backend.idempotency.try_claim(later, TTL)
+    assert isinstance(dead_owner_recovered, Claimed) and dead_owner_recovered.slot.slot_id == req.slot_id
+    await backend.idempotency.finalize_failed(req.cache_key, dead_owner_recovered.slot.claim_token, "boom")
+    failed_retried = await backend.idempotency.try_claim(later, TTL)
+    assert isinstance(failed_retried, Claimed) and failed_retried.slot.slot_id == req.slot_id
+    await finalize(backend, req, failed_retried.slot.claim_token)
+    replayed = await backend.idempotency.try_claim(later, TTL)
+    assert isinstance(replayed, Existing) and replayed.slot.slot_id == req.slot_id
+    await backend.sleep(0.3)
+    assert await backend.idempotency.purge(timedelta(seconds=0.2), 100) == 1
+    reborn = await backend.idempotency.try_claim(later, TTL)
+    assert isinstance(reborn, Claimed) and reborn.slot.slot_id == later.slot_id != req.slot_id
 
 
 async def test_concurrent_claims_have_exactly_one_winner(backend: Backend) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ import attrs
 import httpx
 import pytest
 from litestar import Litestar, Request, post
+from sqlalchemy import text
 
+from craig.entrypoints.container import Container
 from craig.entrypoints.settings import HttpSettings, IntakeSettings
 from tests.support.apps import live_server, serving
 
@@ -106,3 +109,53 @@ async def test_behind_a_trusted_proxy_each_client_has_its_own_limit(tmp_path: Pa
 
         assert [await from_client("198.51.100.1") for _ in range(3)] == [202, 202, 429]
         assert [await from_client("198.51.100.2") for _ in range(3)] == [202, 202, 429]
+
+
+async def _slots(container: Container) -> int:
+    async with container.postgres().transaction() as conn:
+        return int((await conn.execute(text("SELECT count(*) FROM idempotency_responses"))).scalar_one())
+
+
+async def test_requests_past_the_limit_claim_no_idempotency_slot(tmp_path: Path, pg_url: str) -> None:
+    """Fresh keys past the limit are refused before the idempotency layer claims anything."""
+    limit = 3
+    http = HttpSettings(trusted_proxies="127.0.0.1")
+    async with serving("postgres", tmp_path, pg_url, http=http, intake=IntakeSettings(rate_limit_per_minute=limit)) as (
+        container,
+        client,
+    ):
+        statuses = []
+        for _ in range(limit + 12):
+            response = await client.post(
+                "/intake/referrals",
+                json=FORM,
+                headers={"X-Forwarded-For": "198.51.100.9", "Idempotency-Key": uuid.uuid4().hex},
+            )
+            statuses.append(response.status_code)
+            if response.status_code == 429:
+                assert response.headers["content-type"] == "application/problem+json"
+                assert response.json()["type"] == "/problems/rate-limited"
+                assert response.json()["detail"].startswith("too many referrals from this address; retry after")
+                assert response.json()["instance"] == "/intake/referrals"
+                assert 1 <= int(response.headers["retry-after"]) <= 60 / limit
+        assert statuses == [202] * limit + [429] * 12
+        assert await _slots(container) == limit
+
+
+async def test_ipv6_clients_are_limited_per_64(tmp_path: Path, pg_url: str) -> None:
+    http = HttpSettings(trusted_proxies="127.0.0.1")
+    async with serving("postgres", tmp_path, pg_url, http=http, intake=IntakeSettings(rate_limit_per_minute=2)) as (
+        _,
+        client,
+    ):
+
+        async def from_client(address: str) -> int:
+            response = await client.post("/intake/referrals", json=FORM, headers={"X-Forwarded-For": address})
+            return response.status_code
+
+        # two addresses of one /64 share one budget
+        assert [await from_client("2001:db8:aa:1::1"), await from_client("2001:db8:aa:1:ffff:1:2:3")] == [202, 202]
+        assert await from_client("2001:db8:aa:1::abcd") == 429
+        # the next /64 has a budget of its own, and so has an IPv4 client
+        assert [await from_client("2001:db8:aa:2::1") for _ in range(3)] == [202, 202, 429]
+        assert [await from_client("198.51.100.3") for _ in range(3)] == [202, 202, 429]

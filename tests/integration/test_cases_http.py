@@ -253,3 +253,26 @@ async def test_a_lost_response_is_resumed_not_duplicated(api: Api, monkeypatch: 
     assert listed["total"] == 1 and listed["items"][0]["object_status"] == "present"
     content = await api.client.get(f"{path}/{pending[0]['id']}/content", headers=api.ann)
     assert content.content == PNG
+
+
+async def test_a_key_reused_after_its_slot_was_purged_makes_a_new_attachment(api: Api) -> None:
+    """The attachment id comes from the idempotency slot, not from the key: a new slot (the
+    old one purged after its retention) is a new upload, with its own file."""
+    from datetime import timedelta
+
+    case_id = await api.case()
+    contact_id = await api.contact(case_id)
+    path = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
+    first = await api.upload(path, {"file": ("first.txt", b"first file", "text/plain")}, key="recycled")
+    assert first.status_code == 201, first.text
+    assert await api.container.idempotency_store().purge(timedelta(0), 100) >= 1
+
+    second = await api.upload(path, {"file": ("second.txt", b"second file", "text/plain")}, key="recycled")
+    assert second.status_code == 201, second.text
+    assert "idempotent-replayed" not in second.headers
+    assert second.json()["id"] != first.json()["id"] and second.json()["file_name"] == "second.txt"
+    content = await api.client.get(f"{second.headers['location']}/content", headers=api.ann)
+    assert content.content == b"second file"
+    listed = (await api.client.get(path, headers=api.ann)).json()
+    assert sorted(item["file_name"] for item in listed["items"]) == ["first.txt", "second.txt"]
+    assert (await api.client.get(f"{first.headers['location']}/content", headers=api.ann)).content == b"first file"

@@ -12,13 +12,15 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+from sqlalchemy import text
 
 from craig.domain.access import Role
 from craig.entrypoints.container import Container
+from craig.entrypoints.http.app import create_app
 from craig.entrypoints.settings import IdempotencySettings
 from craig.ports.errors import DatabaseUnavailable
 from tests.support import probe
-from tests.support.apps import auth, serving
+from tests.support.apps import auth, make_container, make_settings, serving
 
 pytestmark = pytest.mark.integration
 
@@ -283,3 +285,86 @@ async def test_slot_of_a_dead_owner_is_recovered_after_its_ttl_not_before(
         await asyncio.sleep(1.6)
         after = await api.post(f"/v1/probe/{n}", {"a": 1}, key, headers=headers)
         assert after.status_code == 201 and probe.EXECUTIONS[n] == 1
+
+
+async def test_a_live_handler_slower_than_the_claim_ttl_runs_once(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The winner extends its claim while its handler runs (three times the TTL here): the
+    duplicates wait and get 409 busy or the replay; none of them takes the slot over."""
+    ttl = 1.5
+    policy = IdempotencySettings(claim_ttl_seconds=ttl, wait_ceiling_seconds=ttl)
+    async for api in _api("postgres", request, tmp_path, idempotency=policy):
+        n, key = name(), name()
+        winner = asyncio.create_task(api.post(f"/v1/probe/{n}", {"a": 1}, key, headers={"X-Probe-Sleep": str(3 * ttl)}))
+        duplicates = []
+        for _ in range(4):  # spread over the handler's run, each waiting up to the ceiling
+            await asyncio.sleep(ttl / 2)
+            duplicates.append(asyncio.create_task(api.post(f"/v1/probe/{n}", {"a": 1}, key)))
+        first = await winner
+        answers = await asyncio.gather(*duplicates)
+        assert first.status_code == 201, first.text
+        for answer in answers:
+            assert answer.status_code in (201, 409), answer.text
+            if answer.status_code == 409:
+                assert answer.json()["type"] == "/problems/idempotency-request-in-progress"
+            else:
+                assert answer.headers["idempotent-replayed"] == "true" and answer.content == first.content
+        assert any(answer.status_code == 409 for answer in answers)  # they did overlap the handler
+        replay = await api.post(f"/v1/probe/{n}", {"a": 1}, key)
+        assert replay.headers["idempotent-replayed"] == "true" and replay.content == first.content
+        assert probe.EXECUTIONS[n] == 1
+        assert await api.effects(n) == 1
+
+
+async def _slots(container: Container) -> int:
+    async with container.postgres().transaction() as conn:
+        return int((await conn.execute(text("SELECT count(*) FROM idempotency_responses"))).scalar_one())
+
+
+async def test_a_disconnect_before_the_end_of_the_body_claims_nothing_and_runs_nothing(
+    pg_url: str, tmp_path: Path
+) -> None:
+    container = make_container(make_settings("postgres", tmp_path, pg_url))
+    app = create_app(container, extra_v1_routes=probe.ROUTES)
+    n, key = name(), name()
+    body = json.dumps({"a": 1, "note": "x" * 200}).encode()
+    headers = {**auth(container), "Content-Type": "application/json", "Idempotency-Key": key}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": f"/v1/probe/{n}",
+        "raw_path": f"/v1/probe/{n}".encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        + [(b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+    incoming = iter([{"type": "http.request", "body": body[:50], "more_body": True}, {"type": "http.disconnect"}])
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(incoming, {"type": "http.disconnect"})
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async with app.lifespan():
+        await app(scope, receive, send)  # type: ignore[arg-type]
+        assert probe.EXECUTIONS[n] == 0
+        assert await _slots(container) == 0
+        assert not [m for m in sent if m["type"] == "http.response.start"]  # no one to answer
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://craig") as client:
+            retried = await client.post(f"/v1/probe/{n}", content=body, headers=headers)
+            replayed = await client.post(f"/v1/probe/{n}", content=body, headers=headers)
+    assert retried.status_code == 201, retried.text
+    assert "idempotent-replayed" not in retried.headers
+    assert replayed.headers["idempotent-replayed"] == "true"
+    assert probe.EXECUTIONS[n] == 1

@@ -79,6 +79,29 @@ def test_0012_indexes_backing_off_outbox_events_and_downgrades_cleanly(pg_server
         assert len(fetch(url, indexes)) == 1
 
 
+def test_0014_gives_every_idempotency_slot_an_id_and_downgrades_cleanly(pg_server_url: str) -> None:
+    column = (
+        "SELECT is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'idempotency_responses' AND column_name = 'slot_id'"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0010")
+        for key in ("a", "b"):  # slots stored before the column existed
+            admin_sql(
+                url,
+                "INSERT INTO idempotency_responses (cache_key, method, path, body_fingerprint, status) "
+                f"VALUES ('{key}', 'POST', '/v1/x', 'fp', 'processing')",
+            )
+        migrations.upgrade(url, "0014")
+        assert [r["is_nullable"] for r in fetch(url, column)] == ["NO"]
+        ids = [r["slot_id"] for r in fetch(url, "SELECT slot_id FROM idempotency_responses")]
+        assert len(set(ids)) == 2 and None not in ids
+        migrations.downgrade(url, "0010")
+        assert fetch(url, column) == []
+        migrations.upgrade(url, "0014")
+        assert [r["is_nullable"] for r in fetch(url, column)] == ["NO"]
+
+
 def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
     with scratch_database(pg_server_url) as url:
         migrations.upgrade_to_head(url)
@@ -89,7 +112,6 @@ def test_upgrade_downgrade_upgrade_the_whole_chain(pg_server_url: str) -> None:
         assert public_tables(url) <= {"alembic_version"}
         migrations.upgrade_to_head(url)
         assert public_tables(url) == at_head
-        assert migrations.head_revision() == "0013"
 
 
 def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_server_url: str) -> None:
@@ -145,3 +167,4 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
+        assert migrations.head_revision() == "0014"

@@ -3,6 +3,7 @@ PostgreSQL): Phase 1 is durable even under held commits, a failed put is compens
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
@@ -214,3 +215,65 @@ async def test_a_failed_row_is_a_conflict_for_its_retries(world: World) -> None:
         await uow.commit()
     with pytest.raises(Conflict):
         await _upload(world.upload(), ann, case, contact, attachment_id=retry_id)
+
+
+class HangingPut(MemoryObjectStore):
+    """A put that never returns (a stuck SDK call) until its task is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+
+    async def put(self, key: str, data: bytes, content_type: str) -> None:
+        self.started.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_put_cancelled_with_its_request_is_compensated(world: World) -> None:
+    ann = person()
+    case = await world.case(ann)
+    contact = await world.contact(ann, case)
+    store = HangingPut()
+    upload = asyncio.create_task(_upload(world.upload(store=store), ann, case, contact))
+    await asyncio.wait_for(store.started.wait(), 30)
+    assert [r.object_status for r in await world.attachment_rows()] == [ObjectStatus.PENDING]
+    upload.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await upload
+    assert await world.attachment_rows() == []  # not left for the scanner
+    kinds = [t for t, _ in await world.events("cases.contact_attachment")]
+    assert kinds == ["cases.contact_attachment_uploaded", "cases.contact_attachment_upload_failed"]
+
+
+class SlowCompensation(MemoryObjectStore):
+    """A put that fails; the test cancels the upload again while it compensates."""
+
+    async def put(self, key: str, data: bytes, content_type: str) -> None:
+        raise ValueError("an SDK bug")
+
+
+async def test_a_compensation_runs_to_its_end_even_when_cancelled_meanwhile(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = person()
+    case = await world.case(ann)
+    contact = await world.contact(ann, case)
+    use_case = world.upload(store=SlowCompensation())
+    compensating = asyncio.Event()
+    original = UploadAttachment._compensate
+
+    async def slow(self: UploadAttachment, *args: object) -> None:
+        compensating.set()
+        await asyncio.sleep(0.2)
+        await original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(UploadAttachment, "_compensate", slow)
+    upload = asyncio.create_task(_upload(use_case, ann, case, contact))
+    await asyncio.wait_for(compensating.wait(), 30)
+    upload.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await upload
+    assert await world.attachment_rows() == []
+    assert [t for t, _ in await world.events("cases.contact_attachment")][
+        -1
+    ] == "cases.contact_attachment_upload_failed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,7 +20,7 @@ KEY = "slot"
 
 
 def request(fp: str) -> ClaimRequest:
-    return ClaimRequest(cache_key=KEY, method="POST", path="/v1/x", user_sub=None, fingerprint=fp)
+    return ClaimRequest(cache_key=KEY, method="POST", path="/v1/x", user_sub=None, fingerprint=fp, slot_id=uuid.uuid4())
 
 
 class ClaimMachine(RuleBasedStateMachine):

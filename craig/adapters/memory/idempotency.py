@@ -78,6 +78,17 @@ class MemoryIdempotencyStore(IdempotencyStore):
             assert existing is not None
             return Existing(existing, now)
 
+    async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
+        async with self.db.transaction() as tx:
+            slot: Slot | None = tx.get(TABLE, cache_key)
+            if slot is None:
+                return False
+            try:
+                tx.put(TABLE, cache_key, model.extend_claim(slot, token, self.db.now(), ttl))
+            except model.ClaimLost:
+                return False
+            return True
+
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
         async with self.db.transaction() as tx:
             row: SlotRow | None = tx.get(TABLE, cache_key)

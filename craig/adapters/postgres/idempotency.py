@@ -1,5 +1,6 @@
-"""PostgreSQL adapters of the idempotency ports: the seed's claim SQL, extended with recovery
-of dead claims and a fencing token. The database clock (``now()``) decides expiry.
+"""PostgreSQL adapters of the idempotency ports: an atomic INSERT-or-reclaim, with recovery of
+dead claims, a fencing token and the owner's heartbeat. The database clock (``now()``) decides
+expiry.
 
 A stored response body is ciphertext (``RESPONSE_BODY``: the ASCII bytes of the field format in
 the BYTEA column), NULL when there is none (``body_too_large``, or an empty body)."""
@@ -36,21 +37,21 @@ if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 CHANNEL = "craig_idempotency"
-_COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, started_at,
+_COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, slot_id, started_at,
               claim_expires_at, finished_at, status_code, headers, body, body_too_large, error_detail"""
 
 _INSERT = text(
     f"""
     INSERT INTO idempotency_responses
-        (cache_key, method, path, user_sub, body_fingerprint, status, started_at, claim_expires_at)
-    VALUES (:cache_key, :method, :path, :user_sub, :fingerprint, 'processing', now(),
+        (cache_key, method, path, user_sub, body_fingerprint, status, slot_id, started_at, claim_expires_at)
+    VALUES (:cache_key, :method, :path, :user_sub, :fingerprint, 'processing', :slot_id, now(),
             now() + make_interval(secs => :ttl))
     ON CONFLICT (cache_key) DO NOTHING
     RETURNING {_COLUMNS}
     """
 )
-# The seed re-claims only 'failed' rows; a 'processing' row whose claim expired belongs to a dead
-# owner and is recovered too. Either way the fencing token moves on.
+# A 'failed' row is re-claimed, and so is a 'processing' row whose claim expired (its owner died:
+# a live owner keeps extending it). Either way the fencing token moves on and slot_id stays.
 _RECLAIM = text(
     f"""
     UPDATE idempotency_responses
@@ -69,6 +70,14 @@ _RECLAIM = text(
        AND body_fingerprint = :fingerprint
        AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now()))
     RETURNING {_COLUMNS}
+    """
+)
+_EXTEND = text(
+    """
+    UPDATE idempotency_responses
+       SET claim_expires_at = now() + make_interval(secs => :ttl)
+     WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
+    RETURNING cache_key
     """
 )
 _SELECT = text(f"SELECT {_COLUMNS}, now() AS db_now FROM idempotency_responses WHERE cache_key = :cache_key")
@@ -133,6 +142,7 @@ def _slot(row: Mapping[str, Any], cipher: FieldCipher) -> Slot:
         fingerprint=row["body_fingerprint"],
         status=SlotStatus(row["status"]),
         claim_token=row["claim_token"],
+        slot_id=row["slot_id"],
         started_at=row["started_at"],
         claim_expires_at=row["claim_expires_at"],
         finished_at=row["finished_at"],
@@ -156,6 +166,7 @@ class PostgresIdempotencyStore(IdempotencyStore):
             "path": request.path,
             "user_sub": request.user_sub,
             "fingerprint": request.fingerprint,
+            "slot_id": request.slot_id,
             "ttl": ttl.total_seconds(),
         }
         while True:
@@ -169,6 +180,11 @@ class PostgresIdempotencyStore(IdempotencyStore):
                 if existing is not None:
                     return Existing(_slot(existing, self.cipher), existing["db_now"])
             # The row was purged between the INSERT and the SELECT: try again.
+
+    async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
+        async with self.database.transaction() as conn:
+            params = {"cache_key": cache_key, "token": token, "ttl": ttl.total_seconds()}
+            return (await conn.execute(_EXTEND, params)).first() is not None
 
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
         async with self.database.transaction() as conn:

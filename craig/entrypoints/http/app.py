@@ -18,6 +18,7 @@ from craig.domain.constants import IDEMPOTENCY_LOSER_POLL_INTERVAL
 from craig.entrypoints import runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
+from craig.entrypoints.http.client_limits import ClientRateLimitMiddleware
 from craig.entrypoints.http.dependencies import DEPENDENCIES
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
@@ -85,13 +86,18 @@ def create_app(
         uow_factory=lambda: container.uow(),
         max_body_bytes=settings.http.max_body_bytes,
     )
+    # Per-client limits run before the idempotency layer: a refused request claims no slot.
+    client_limits = ClientRateLimitMiddleware(
+        limits={"intake": lambda: container.admit_intake_client()},
+        trusted_proxies=settings.http.trusted_proxies,
+    )
     v1 = Router(
         path="/v1",
         route_handlers=[*V1_ROUTES, *extra_v1_routes],
-        middleware=[bearer_middleware(verifier), idempotency],
+        middleware=[bearer_middleware(verifier), client_limits, idempotency],
         security=[{"BearerAuth": []}],
     )
-    intake = Router(path="/intake", route_handlers=INTAKE_ROUTES, middleware=[idempotency])
+    intake = Router(path="/intake", route_handlers=INTAKE_ROUTES, middleware=[client_limits, idempotency])
 
     origins = cors_origins(settings)
     if "*" in origins:

@@ -2,14 +2,18 @@
 
 It only translates HTTP to :class:`craig.usecases.idempotent_request.IdempotentRequests`:
 buffer the body, fingerprint it, claim/replay/wait, run the handler on a request-scoped unit of
-work whose commits are held, then finalize in that same transaction *before* the response
-leaves, so a client never sees a success whose effects or stored response could still be lost.
+work whose commits are held (its claim kept alive meanwhile), then finalize in that same
+transaction *before* the response leaves, so a client never sees a success whose effects or
+stored response could still be lost. A client that disconnects before its body is complete has
+sent no request: nothing is claimed, nothing runs, there is no one to answer.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 import structlog
 from litestar.datastructures import Headers
@@ -29,6 +33,7 @@ log = structlog.get_logger(__name__)
 
 HEADER = "idempotency-key"
 UOW_STATE_KEY = "craig.uow"
+SLOT_STATE_KEY = "craig.idempotency_slot_id"
 #: Route ``opt`` key: ``opt={"idempotency": "required"}`` makes the header mandatory.
 OPT_KEY = "idempotency"
 METHODS = frozenset({"POST", "PATCH"})
@@ -64,7 +69,10 @@ class IdempotencyMiddleware(ASGIMiddleware):
 
         limit = _body_limit(handler, self.max_body_bytes)
         body = await _read_body(receive, limit)
-        if body is None:
+        if body is _Unread.DISCONNECTED:
+            metrics.idempotency_outcomes.labels("disconnected").inc()
+            return
+        if body is _Unread.TOO_LARGE:
             await _answer(send, 413, "body-too-large", f"the request body is larger than {limit} bytes")
             return
         user = scope.get("user")
@@ -120,42 +128,45 @@ class IdempotencyMiddleware(ASGIMiddleware):
     ) -> None:
         uow = self.uow_factory()
         uow.hold_commits()
-        scope.setdefault("state", {})[UOW_STATE_KEY] = uow
+        state = scope.setdefault("state", {})
+        state[UOW_STATE_KEY] = uow
+        state[SLOT_STATE_KEY] = claim.slot.slot_id
         captured: list[Message] = []
 
         async def capture(message: Message) -> None:
             captured.append(message)
 
-        try:
-            await next_app(scope, _replay_body(body), capture)
-        except BaseException as error:
-            await uow.release(commit=False)
-            await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
-            raise
-        status, headers, response_body = _collect(captured)
-        try:
-            await requests.complete(claim.slot, uow, status, headers, response_body)
-        except ClaimLost:
-            metrics.idempotency_outcomes.labels("claim_lost").inc()
-            await _answer(
-                send,
-                409,
-                "idempotency-claim-lost",
-                "this request's claim expired and a retry took it over; its effects were discarded. "
-                "Retry to receive the final result",
-                headers=[(b"retry-after", b"1")],
-            )
-            return
-        except PortError as error:
-            log.warning("idempotent finalize failed", error=str(error))
-            await _answer(
-                send,
-                503,
-                "dependency-unavailable",
-                "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
-                headers=[(b"retry-after", b"1")],
-            )
-            return
+        async with requests.keep_claim(claim.slot):
+            try:
+                await next_app(scope, _replay_body(body), capture)
+            except BaseException as error:
+                await uow.release(commit=False)
+                await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
+                raise
+            status, headers, response_body = _collect(captured)
+            try:
+                await requests.complete(claim.slot, uow, status, headers, response_body)
+            except ClaimLost:
+                metrics.idempotency_outcomes.labels("claim_lost").inc()
+                await _answer(
+                    send,
+                    409,
+                    "idempotency-claim-lost",
+                    "this request's claim expired and a retry took it over; its effects were discarded. "
+                    "Retry to receive the final result",
+                    headers=[(b"retry-after", b"1")],
+                )
+                return
+            except PortError as error:
+                log.warning("idempotent finalize failed", error=str(error))
+                await _answer(
+                    send,
+                    503,
+                    "dependency-unavailable",
+                    "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
+                    headers=[(b"retry-after", b"1")],
+                )
+                return
         metrics.idempotency_outcomes.labels("executed").inc()
         for message in captured:
             await send(message)
@@ -166,18 +177,34 @@ def _body_limit(handler: Any, default: int) -> int:
     return int(limit) if isinstance(limit, int) and limit > 0 else default
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole body, or None as soon as it exceeds ``limit`` (never buffered beyond it)."""
+def slot_identity(scope: Scope) -> UUID | None:
+    """The ``slot_id`` of the idempotency slot this request runs under (None without a key).
+
+    It is born with the slot and kept by every re-claim of it (a retry after a failure or a
+    crash), and a slot made again for the same key after the old one was purged gets a new
+    one: a handler derives the ids of what it creates from it, so that a retry finds the
+    earlier attempt and a new request with a recycled key does not."""
+    value = scope.get("state", {}).get(SLOT_STATE_KEY)
+    return value if isinstance(value, UUID) else None
+
+
+class _Unread(enum.Enum):
+    TOO_LARGE = "the body exceeds the limit"  # answered 413 without reading the rest
+    DISCONNECTED = "the client disconnected before the end of the body"
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | _Unread:
+    """The whole body, or why not (never buffered beyond ``limit``)."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return _Unread.DISCONNECTED
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None
+            return _Unread.TOO_LARGE
         chunks.append(chunk)
         if not message.get("more_body", False):
             break

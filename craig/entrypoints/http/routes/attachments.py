@@ -1,4 +1,4 @@
-"""Contact attachments under ``/v1`` (issue 5): multipart upload, metadata, streamed download."""
+"""Contact attachments under ``/v1``: multipart upload, metadata, streamed download."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
 
-from craig.domain.access import Principal
 from craig.domain.attachments import Attachment, content_disposition_attachment
 from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
 from craig.domain.errors import InvalidInput
-from craig.domain.fingerprint import cache_key
 from craig.domain.pages import PageRequest
 from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.idempotency import slot_identity
 from craig.entrypoints.http.routes.cases import CONTACT, page_json
 from craig.ports.object_store import Download
 
@@ -75,13 +74,13 @@ def _one_file(form: dict[str, Any]) -> UploadFile:
     return part
 
 
-def _retry_identity(request: Request[Any, Any, Any], principal: Principal) -> UUID | None:
-    """With an ``Idempotency-Key``, the attachment id is derived from the idempotency slot, so a
-    retry after a lost response or a crash resumes the first attempt instead of duplicating it."""
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        return None
-    return uuid5(RETRY_ID_NAMESPACE, cache_key(principal.sub, "POST", request.scope["path"], key))
+def _retry_identity(request: Request[Any, Any, Any]) -> UUID | None:
+    """With an ``Idempotency-Key``, the attachment id is derived from the idempotency slot's
+    identity, so a retry in that slot (after a lost response, a failure or a crash) resumes the
+    first attempt instead of duplicating it, while the same key used again after its slot was
+    purged makes a new slot and so a new attachment."""
+    slot_id = slot_identity(request.scope)
+    return None if slot_id is None else uuid5(RETRY_ID_NAMESPACE, slot_id.hex)
 
 
 def _optional_text(form: dict[str, Any], name: str) -> str | None:
@@ -121,7 +120,7 @@ async def upload_attachment(
         content_type=upload.content_type or "",
         body=body,
         attachment_type=attachment_type,
-        attachment_id=_retry_identity(request, principal),
+        attachment_id=_retry_identity(request),
     )
     location = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments/{attachment.id}"
     return Response(attachment_json(attachment), status_code=201, headers={"Location": location})

@@ -10,10 +10,10 @@ from litestar import Request, Response, post
 from litestar.params import JSONBody
 
 from craig.domain.constants import INTAKE_MAX_BODY_BYTES
-from craig.entrypoints.http.client_ip import client_ip, trusted_networks
+from craig.entrypoints.http.client_limits import OPT_KEY as CLIENT_RATE_LIMIT
+from craig.entrypoints.http.client_limits import request_client_ip
 from craig.entrypoints.http.dependencies import AppContainer, UoW
-from craig.entrypoints.http.problems import ProblemException
-from craig.usecases.intake import RateLimited, ReferralForm
+from craig.usecases.intake import ReferralForm
 
 TAGS = ["intake"]
 
@@ -53,18 +53,17 @@ class ReceiptView(msgspec.Struct):
     description=(
         "Public: no token. Answers 202 with the referral's id, its triage priority (null when no "
         "rule matched) and a reference to quote when calling. 422 for an invalid form or a missing "
-        "captcha token, 403 when the captcha is rejected, 429 with Retry-After past the per-address "
-        "limit, 503 when the captcha provider cannot be reached."
+        "captcha token, 403 when the captcha is rejected, 429 with Retry-After past the limit per "
+        "client (IPv4 address or IPv6 /64), 503 when the captcha provider cannot be reached."
     ),
     request_max_body_size=INTAKE_MAX_BODY_BYTES,
     security=[],
+    opt={CLIENT_RATE_LIMIT: "intake"},  # counted before anything else, idempotency included
 )
 async def submit_referral(
     data: JSONBody[ReferralBody], request: Request[Any, Any, Any], uow: UoW, container: AppContainer
 ) -> Response[ReceiptView]:
-    settings = container.settings().http
-    peer = request.client.host if request.client else None
-    address = client_ip(peer, request.headers.getall("x-forwarded-for", []), trusted_networks(settings.trusted_proxies))
+    address = request_client_ip(request.scope, container.settings().http.trusted_proxies)
     form = ReferralForm(
         reporter_name=data.reporter.name,
         reporter_phone=data.reporter.phone,
@@ -75,15 +74,7 @@ async def submit_referral(
         location=data.location,
         captcha_token=data.captcha_token,
     )
-    try:
-        referral = await container.submit_referral(uow=uow)(form, address)
-    except RateLimited as limited:
-        raise ProblemException(
-            429,
-            "rate-limited",
-            limited.detail,
-            headers={"Retry-After": str(limited.retry_after_seconds)},
-        ) from None
+    referral = await container.submit_referral(uow=uow)(form, address)
     receipt = ReceiptView(id=referral.id, priority=referral.priority, reference=referral.reference)
     return Response(receipt, status_code=202)
 
