@@ -128,7 +128,14 @@ async def write_everything(backend: Backend, cipher: FieldCipher) -> Written:
         await uow.send_jobs.add_many(jobs)
         await uow.referrals.add(referral)
         await uow.commit()
-    request = ClaimRequest(cache_key=uuid.uuid4().hex, method="POST", path="/v1/cases", user_sub=owner, fingerprint="f")
+    request = ClaimRequest(
+        cache_key=uuid.uuid4().hex,
+        method="POST",
+        path="/v1/cases",
+        user_sub=owner,
+        fingerprint="f",
+        slot_id=uuid.uuid4(),
+    )
     claimed = await idempotency_store(backend, cipher).try_claim(request, timedelta(seconds=30))
     assert isinstance(claimed, Claimed)
     response = StoredResponse(201, (("content-type", "application/json"),), json.dumps({"title": MARK}).encode())
@@ -308,7 +315,9 @@ async def test_a_response_stored_without_its_body_stores_nothing_to_encrypt(back
     }
     uow = uow_with(backend, cipher)
     for key, response in responses.items():
-        request = ClaimRequest(cache_key=key, method="POST", path="/v1/x", user_sub=None, fingerprint="f")
+        request = ClaimRequest(
+            cache_key=key, method="POST", path="/v1/x", user_sub=None, fingerprint="f", slot_id=uuid.uuid4()
+        )
         claimed = await store.try_claim(request, timedelta(seconds=30))
         assert isinstance(claimed, Claimed)
         async with uow:

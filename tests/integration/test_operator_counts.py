@@ -60,10 +60,10 @@ FILL = [
         ORDER BY t.created_at""",
     # idempotency: finished slots within their retention, a few in flight or failed
     f"""INSERT INTO idempotency_responses (cache_key, method, path, body_fingerprint, status_code, headers, status,
-                                          started_at, finished_at)
+                                          started_at, finished_at, slot_id)
         SELECT 'k' || n, 'POST', '/v1/x', 'f', 201, '[]',
                CASE WHEN n <= 10 THEN 'processing' WHEN n <= 30 THEN 'failed' ELSE 'succeeded' END,
-               now() - (n || ' seconds')::interval, now()
+               now() - (n || ' seconds')::interval, now(), gen_random_uuid()
           FROM generate_series(1, {HISTORY}) n""",
     # inbox: processed deliveries, a few retrying and dead
     f"""INSERT INTO event_inbox (consumer, event_id, processed_at, failed_at, error_count)

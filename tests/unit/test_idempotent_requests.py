@@ -14,6 +14,7 @@ from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.domain.idempotency import ClaimRequest, Slot
 from craig.ports.idempotency import Claimed
 from craig.usecases.idempotent_request import IdempotencyPolicy, IdempotentRequests
+from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +23,7 @@ TTL = timedelta(seconds=0.3)
 
 class CountingStore(MemoryIdempotencyStore):
     def __init__(self) -> None:
-        super().__init__(MemoryDatabase())
+        super().__init__(MemoryDatabase(), TEST_CIPHER)
         self.beats = 0
         self.answer: bool | None = None
         self.error: Exception | None = None

@@ -80,11 +80,12 @@ class MemoryIdempotencyStore(IdempotencyStore):
 
     async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
         async with self.db.transaction() as tx:
-            slot: Slot | None = tx.get(TABLE, cache_key)
-            if slot is None:
+            row: SlotRow | None = tx.get(TABLE, cache_key)
+            if row is None:
                 return False
             try:
-                tx.put(TABLE, cache_key, model.extend_claim(slot, token, self.db.now(), ttl))
+                extended = model.extend_claim(row.slot, token, self.db.now(), ttl)
+                tx.put(TABLE, cache_key, attrs.evolve(row, slot=extended))
             except model.ClaimLost:
                 return False
             return True
