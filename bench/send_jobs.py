@@ -55,9 +55,9 @@ from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_MAX_RATE_WAIT, SEN
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
+from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
 from craig.usecases.ids import new_id
-from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 
 Result = dict[str, float]
@@ -156,7 +156,7 @@ async def _craig_workers(
     concurrency: int,
     done: list[int],
     listener: PostgresListener | None = None,
-) -> list[SendJobWorker]:
+) -> list[SendJobScheduler]:
     def observe(outcome: str, _seconds: float) -> None:
         if outcome == "sent":
             done[0] += 1
@@ -166,7 +166,7 @@ async def _craig_workers(
     # still prepared on first use, inside the measurement, as pgqueuer's are).
     await asyncio.gather(*(q.connect() for q in queues))
     return [
-        SendJobWorker(
+        SendJobScheduler.build(
             lambda: PostgresUnitOfWork(database, BENCH_CIPHER),
             queue,
             NoopGateway(),
@@ -209,7 +209,7 @@ async def craig_throughput(
         done = [0]
         consumers = await _craig_workers(database, workers, concurrency, done, listener)
 
-        async def consume(worker: SendJobWorker) -> None:
+        async def consume(worker: SendJobScheduler) -> None:
             # As `craig worker` runs it: woken by NOTIFY on enqueue, polling every second.
             while not stop.is_set():
                 if not await worker.run_once():

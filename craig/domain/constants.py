@@ -138,6 +138,23 @@ SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)
 #: Not in the seed (which only polls): an idle worker woken by NOTIFY on enqueue waits this long
 #: before claiming, so a burst is claimed in full batches.
 SEND_WAKE_LINGER: Final = timedelta(milliseconds=5)
+#: A finished dispatch's outcome waits for the worker's next pass at most this long before it
+#: is recorded on its own.
+SEND_OUTCOME_FLUSH_DELAY: Final = timedelta(milliseconds=10)
+#: A flush whose every outcome was busy (rows held by another transaction) waits this long.
+SEND_BUSY_RETRY_DELAY: Final = timedelta(milliseconds=50)
+#: How often a worker looks for sends past their deadline (at most this late: well inside the
+#: 5 s the dispatch deadline leaves before the lease ends).
+SEND_DEADLINE_CHECK_INTERVAL: Final = timedelta(milliseconds=250)
+#: Waits between the tries to record outcomes while the database is away; then they are
+#: dropped, and their leases bring the jobs back.
+SEND_RECORD_RETRY_DELAYS: Final = (
+    timedelta(milliseconds=200),
+    timedelta(milliseconds=500),
+    timedelta(seconds=1),
+    timedelta(seconds=2),
+    timedelta(seconds=5),
+)
 #: Partner ids one exchange transaction may address; payload size it may carry.
 EXCHANGE_MAX_PARTNERS_PER_TRANSACTION: Final = 50
 EXCHANGE_MAX_PAYLOAD_BYTES: Final = 256 * 1024

@@ -66,6 +66,7 @@ from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttac
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 from craig.usecases.dead_letters import DeadLetterOperations
+from craig.usecases.dispatch_send_job import DispatchSendJob
 from craig.usecases.exchange import (
     GetTransaction,
     ListPartners,
@@ -75,6 +76,7 @@ from craig.usecases.exchange import (
     SendJobBacklog,
     StartTransaction,
 )
+from craig.usecases.give_back_send_jobs import GiveBackSendJobs
 from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
 from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
 from craig.usecases.placements import (
@@ -85,11 +87,12 @@ from craig.usecases.placements import (
     ListFosterHomes,
     UpdatePlacement,
 )
+from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
+from craig.usecases.reserve_send_slot import ReserveSendSlot
 from craig.usecases.rotate_keys import RotateKeys
 from craig.usecases.rule_cache import RuleSetCache
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation, GetRuleSet, ListRuleSets
 from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
-from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 
 EMBEDDED_DATABASE = "craig"
@@ -281,15 +284,14 @@ class Container(containers.DeclarativeContainer):
         ),
         postgres=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
     )
-    send_job_worker = providers.Factory(
-        SendJobWorker,
-        uow_factory=uow.provider,
-        queue=send_job_queue,
-        gateway=partner_gateway,
-        clock=clock,
-        policy=send_policy,
-        observer=providers.Object(metrics.observe_send_outcome),
+    # The send-job worker's use cases; its scheduler is made in craig/entrypoints/workers/send_jobs.py.
+    dispatch_send_job = providers.Factory(DispatchSendJob, gateway=partner_gateway, clock=clock, policy=send_policy)
+    recover_expired_send_jobs = providers.Factory(
+        RecoverExpiredSendJobs, uow_factory=uow.provider, clock=clock, policy=send_policy
     )
+    give_back_send_jobs = providers.Factory(GiveBackSendJobs, uow_factory=uow.provider)
+    reserve_send_slot = providers.Factory(ReserveSendSlot, uow_factory=uow.provider, policy=send_policy)
+    send_outcome_observer = providers.Object(metrics.observe_send_outcome)
     # --- intake, rule sets, field encryption (issue 8) --------------------------------------
     captcha = providers.Singleton(captcha_from, settings)
     rate_limiter = _by_storage(

@@ -1,7 +1,7 @@
 """Use cases: partners, exchange transactions and the operator's retry of a failed send job.
 
-Sending happens later, in the send-job worker (:mod:`craig.usecases.send_jobs`): a transaction
-only makes the jobs durable, in the same database transaction as itself. The caller's commit may
+Sending happens later, in the send-job worker (:mod:`craig.usecases.dispatch_send_job`): a
+transaction only makes the jobs durable, in the same database transaction as itself. The caller's commit may
 be held by the HTTP idempotency layer; these use cases never know.
 """
 

@@ -26,6 +26,7 @@ from craig.entrypoints import keys
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.runner import workers_running
+from craig.entrypoints.workers.send_jobs import send_job_scheduler
 from craig.ports.key_rotation import EncryptedColumn
 from tests.support import apps
 from tests.support.apps import auth, serving
@@ -166,7 +167,7 @@ async def test_no_free_text_of_any_route_is_stored_in_clear(api: Api, pg_url: st
 
     # The send worker decrypts the payload for the partner; the relay publishes every event to
     # the in-process bus, whose consumers record theirs in the inbox.
-    worker = api.container.send_job_worker()
+    worker = send_job_scheduler(api.container)
     try:
         await worker.drain()
     finally:
@@ -233,7 +234,7 @@ async def test_a_partner_that_echoes_the_payload_puts_none_of_it_into_events(pg_
             body = {"partner_ids": [created.json()["id"]], "payload": {"name": f"{MARK} child"}}
             sent = await client.post("/v1/exchange/transactions", json=body, headers=auth(container))
             assert sent.status_code == 202, sent.text
-            worker = container.send_job_worker()
+            worker = send_job_scheduler(container)
             try:
                 await worker.drain()
             finally:
@@ -266,7 +267,7 @@ async def test_a_job_whose_payload_does_not_decrypt_is_never_sent(api: Api, pg_u
         )
     finally:
         await conn.close()
-    worker = api.container.send_job_worker()
+    worker = send_job_scheduler(api.container)
     try:
         await worker.drain()
     finally:

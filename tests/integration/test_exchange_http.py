@@ -15,6 +15,7 @@ import pytest
 
 from craig.domain.access import Role
 from craig.entrypoints.container import Container
+from craig.entrypoints.workers.send_jobs import send_job_scheduler
 from tests.support.apps import auth, serving
 from tests.support.fake_partner import FakePartner, registration, serving_partner
 
@@ -46,7 +47,7 @@ class Api:
         return await self.client.post("/v1/exchange/transactions", json=body, headers=headers or self.worker)
 
     async def drain(self) -> None:
-        worker = self.container.send_job_worker()
+        worker = send_job_scheduler(self.container)
         try:
             await worker.drain()
         finally:

@@ -29,8 +29,8 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.partners import Partner
+from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import SECRET_UNDECRYPTABLE
-from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 from tests.support.backends import Backend, memory_backend, postgres_backend
 from tests.support.ciphers import TEST_CIPHER
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager
-async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorker, Counter[str]]]:
+async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobScheduler, Counter[str]]]:
     """A worker with a connection pool, a gateway and a limiter of its own (as a process has)."""
     database = PostgresDatabase(url, pool_size=5, max_overflow=5)
     gateway = HttpPartnerGateway(
@@ -54,7 +54,7 @@ async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorke
         token_refresh_lead=policy.pop("token_refresh_lead", timedelta(seconds=30)),
     )
     outcomes: Counter[str] = Counter()
-    worker = SendJobWorker(
+    worker = SendJobScheduler.build(
         lambda: PostgresUnitOfWork(database, TEST_CIPHER),
         PostgresSendJobQueue(database, TEST_CIPHER),
         gateway,
@@ -71,8 +71,10 @@ async def worker_on(url: str, **policy: Any) -> AsyncIterator[tuple[SendJobWorke
         await database.dispose()
 
 
-async def run_until(workers: list[SendJobWorker], done: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    async def loop(worker: SendJobWorker) -> None:
+async def run_until(
+    workers: list[SendJobScheduler], done: Callable[[], Awaitable[bool]], timeout: float = 20.0
+) -> None:
+    async def loop(worker: SendJobScheduler) -> None:
         while True:
             if not await worker.run_once():
                 await asyncio.sleep(0.02)
@@ -310,7 +312,7 @@ async def test_a_partner_whose_secret_cannot_be_decrypted_fails_only_its_own_job
         made = [job for _ in range(6) for job in (await add_transaction(backend, [good.id, bad.id]))[1]]
         await corrupt_secret(backend, bad.id)
         gateway = HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=10, max_connections=20)
-        worker = SendJobWorker(
+        worker = SendJobScheduler.build(
             backend.uow,
             backend.send_job_queue,
             gateway,

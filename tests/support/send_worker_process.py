@@ -19,7 +19,7 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.constants import SEND_POLL_INTERVAL
-from craig.usecases.send_jobs import SendJobWorker
+from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.usecases.send_policy import SendPolicy
 from tests.support.ciphers import TEST_CIPHER
 
@@ -29,7 +29,7 @@ FAST_BACKOFF = (timedelta(milliseconds=50),)
 async def main(url: str, lease: float, concurrency: int) -> None:
     database = PostgresDatabase(url, pool_size=5, max_overflow=5)
     await database.ping()
-    worker = SendJobWorker(
+    worker = SendJobScheduler.build(
         lambda: PostgresUnitOfWork(database, TEST_CIPHER),
         PostgresSendJobQueue(database, TEST_CIPHER),
         HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=60, max_connections=20),

@@ -13,8 +13,8 @@ import pytest
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, SendJob
 from craig.domain.partners import Partner
+from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
-from craig.usecases.send_jobs import SendJobWorker
 from craig.usecases.send_policy import SendPolicy
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
@@ -59,9 +59,11 @@ async def make_jobs(backend: Backend, count: int) -> list[SendJob]:
     return jobs
 
 
-def worker(backend: Backend, gateway: PartnerGateway, **policy: Any) -> SendJobWorker:
+def worker(backend: Backend, gateway: PartnerGateway, **policy: Any) -> SendJobScheduler:
     assert backend.clock is not None
-    return SendJobWorker(backend.uow, UnitOfWorkSendJobQueue(backend.uow), gateway, backend.clock, SendPolicy(**policy))
+    return SendJobScheduler.build(
+        backend.uow, UnitOfWorkSendJobQueue(backend.uow), gateway, backend.clock, SendPolicy(**policy)
+    )
 
 
 async def statuses(backend: Backend, jobs: list[SendJob]) -> list[tuple[JobStatus, int]]:

@@ -25,7 +25,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-import msgspec
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, FLOAT, JSONB, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
@@ -34,6 +33,7 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.database import json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.send_job_pass import stage_params
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 CHANNEL = "craig_outbox"
-_JSON = msgspec.json.Encoder()  # the same JSON as json.dumps, several times faster
 
 #: Writers of one aggregate serialise on this key until they commit (see the module docstring).
 _AGGREGATE_KEY = "hashtextextended('craig.outbox:' || {type} || '/' || {id}, 0)"
@@ -185,18 +184,6 @@ _STATS = text(
 
 def _envelope(raw: object) -> EventEnvelope:
     return EventEnvelope.from_json(json_value(raw))
-
-
-def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
-    """The array parameters of a multi-event INSERT (``_STAGE_MANY`` and the send-job pass);
-    ``as_text`` gives the envelopes as JSON text, for statements that bypass SQLAlchemy's JSONB."""
-    return {
-        "event_ids": [e.id for e in envelopes],
-        "envelopes": [_JSON.encode(e.to_json()).decode() if as_text else e.to_json() for e in envelopes],
-        "types": [e.type for e in envelopes],
-        "aggregate_types": [e.aggregate_type for e in envelopes],
-        "aggregate_ids": [e.aggregate_id for e in envelopes],
-    }
 
 
 class PostgresOutboxWriter(OutboxWriter):

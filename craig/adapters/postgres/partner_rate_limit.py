@@ -16,6 +16,7 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.send_job_pass import RESERVE_CTES
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.partner_rate_limit import Reservation
 from craig.ports.exchange import PartnerRateLimits
@@ -23,37 +24,7 @@ from craig.ports.exchange import PartnerRateLimits
 if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
-# The GCRA of craig.domain.partner_rate_limit.reserve over a ``demand(key, n, step)`` CTE: lock
-# the keys' rows in ascending order, grant each key up to ``n`` consecutive slots ``step`` seconds
-# apart that start within ``:max_wait``, move its ``tat`` past them. A key without a row yet gets
-# nothing from ``reserved``. Shared with the send-job worker's one-statement pass.
-# "Now" is the database clock once the rows are locked (clock_timestamp()), not the statement's
-# start (now()): a statement that queued behind another for the lock would otherwise see that
-# one's slots as still in the future and wait for nothing.
-RESERVE_CTES = """
-    locked AS (
-        SELECT r.key, r.tat, d.n, d.step
-          FROM exchange_rate_limits r JOIN demand d ON d.key = r.key
-         ORDER BY r.key
-           FOR UPDATE OF r
-    ), stamped AS (
-        SELECT locked.*, clock_timestamp() AS at FROM locked OFFSET 0
-    ), waits AS (
-        SELECT key, greatest(tat, at) AS base, n, step,
-               extract(epoch FROM greatest(tat, at) - at)::float8 AS first_wait
-          FROM stamped
-    ), grants AS (
-        SELECT key, base, step, first_wait,
-               CASE WHEN first_wait > CAST(:max_wait AS float8) THEN 0
-                    ELSE least(n, floor((CAST(:max_wait AS float8) - first_wait) / step)::int + 1)
-               END AS granted
-          FROM waits
-    ), reserved AS (
-        UPDATE exchange_rate_limits r
-           SET tat = g.base + make_interval(secs => g.granted * g.step)
-          FROM grants g WHERE r.key = g.key
-        RETURNING g.key, g.granted, g.first_wait
-    )"""
+# The GCRA is the send-job pass's own fragment, over a one-key ``demand``.
 _RESERVE = text(
     f"""
     WITH demand AS (

@@ -1,8 +1,10 @@
-"""PostgreSQL adapter of the send-job queue (seed: ``exchange_send_jobs``).
+"""PostgreSQL adapter of the send-job repository (``exchange_send_jobs``).
 
 Claims are ``FOR UPDATE SKIP LOCKED`` so workers never block on each other; every time is
 ``now()`` (the database clock). Outcomes of a whole batch are recorded in ONE statement,
 fenced by ``lease_token`` so a worker whose lease was taken over cannot overwrite the new owner.
+The claim and the recording are the worker's one-statement pass's own fragments
+(:mod:`craig.adapters.postgres.send_job_pass`), so the two always do the same.
 """
 
 from __future__ import annotations
@@ -19,7 +21,18 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.errors import db_errors
-from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json, unseal_json
+from craig.adapters.postgres.send_job_pass import (
+    CLAIM_SET,
+    COLUMNS,
+    DUE,
+    OUTCOMES,
+    RECORD_SET,
+    RECORD_WHERE,
+    RETURNING,
+    job_from_row,
+    record_params,
+)
+from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json
 from craig.domain import exchange as model
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -30,9 +43,6 @@ if TYPE_CHECKING:
     from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 UUIDS = ARRAY(PG_UUID(as_uuid=True))
-COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
-    next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
-RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
 
 #: Shared with the benchmark's one-statement producer (``bench/send_jobs.py``).
 ADD = """
@@ -51,15 +61,6 @@ _ADD = text(ADD).bindparams(
 )
 _GET = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE id = :id")
 _FOR_TRANSACTION = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
-# DUE and CLAIM_SET are shared with the worker's one-statement pass (send_job_queue.py).
-CLAIM_SET = """status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
-           lease_expires_at = now() + make_interval(secs => :lease)"""
-DUE = """
-        SELECT id FROM exchange_send_jobs
-         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(CAST(:exclude AS uuid[]))
-         ORDER BY next_attempt_at
-         LIMIT :limit
-           FOR UPDATE SKIP LOCKED"""
 _CLAIM = text(
     f"""
     WITH due AS ({DUE})
@@ -78,19 +79,6 @@ _EXPIRED = text(
        FOR UPDATE SKIP LOCKED
     """
 )
-# The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
-# function itself); a job is updated only while it carries the claim's lease token. Shared with
-# the worker's one-statement pass.
-OUTCOMES = """unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[]), CAST(:statuses AS text[]),
-                 CAST(:retry_ins AS float8[]), CAST(:errors AS text[])) AS o(id, token, status, retry_in, error)"""
-RECORD_SET = """status = o.status,
-           next_attempt_at = CASE WHEN o.status = 'pending'
-                                  THEN now() + make_interval(secs => o.retry_in)
-                                  ELSE j.next_attempt_at END,
-           completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE now() END,
-           last_error = CASE WHEN o.status = 'sent' THEN NULL ELSE o.error END,
-           lease_expires_at = NULL"""
-RECORD_WHERE = "j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')"
 RECORD_PARAMS = (
     bindparam("ids", type_=UUIDS),
     bindparam("tokens", type_=ARRAY(BIGINT)),
@@ -147,37 +135,6 @@ def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, list[A
         "correlation_ids": [j.correlation_id for j in jobs],
         "payloads": [seal_json(cipher, SEND_JOB_PAYLOAD, j.id, j.payload) for j in jobs],
     }
-
-
-def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, list[Any]]:
-    """The array parameters of :data:`OUTCOMES`."""
-    return {
-        "ids": [job.id for job, _ in outcomes],
-        "tokens": [job.lease_token for job, _ in outcomes],
-        "statuses": [str(decision.status) for _, decision in outcomes],
-        "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
-        "errors": [(decision.error or "")[: model.MAX_ERROR_LENGTH] or None for _, decision in outcomes],
-    }
-
-
-def job_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> SendJob:
-    """The job, its payload decrypted (a payload that does not decrypt raises when it is used,
-    so one bad row never fails the jobs read with it)."""
-    return SendJob(
-        id=row["id"],
-        transaction_id=row["transaction_id"],
-        partner_id=row["partner_id"],
-        correlation_id=row["correlation_id"],
-        payload=unseal_json(cipher, SEND_JOB_PAYLOAD, row["id"], row["payload"]),
-        status=JobStatus(row["status"]),
-        attempts=row["attempts"],
-        last_error=row["last_error"],
-        next_attempt_at=row["next_attempt_at"],
-        created_at=row["created_at"],
-        completed_at=row["completed_at"],
-        lease_expires_at=row["lease_expires_at"],
-        lease_token=row["lease_token"],
-    )
 
 
 class PostgresSendJobRepository(SendJobRepository):

@@ -1,13 +1,15 @@
-"""The send-job worker (seed: ``ExchangeSendWorker``): claim, dispatch, record.
+"""The send-job worker's scheduler: claim, dispatch, record, with bounded concurrency.
 
 A worker *pass* is ONE atomic step on the queue (:class:`~craig.ports.exchange.SendJobQueue`):
 it records the outcomes of finished dispatches (with their ``exchange.sent`` /
 ``exchange.send_failed`` events), claims due jobs (``FOR UPDATE SKIP LOCKED``, leased on the
 database clock) and reserves their partners' rate-limit slots. Expired leases go back to the
-queue in a separate transaction every ``recover_interval``. Dispatches run OUTSIDE any
-transaction, at most ``max_concurrency`` at once, with up to ``prefetch`` more jobs claimed and
-ready so that each pass takes a whole batch; an outcome waits for the next pass, or at most
-``OUTCOME_FLUSH_DELAY`` before it is recorded on its own.
+queue in a separate transaction every ``recover_interval`` (:class:`RecoverExpiredSendJobs`).
+Each claimed job is dispatched by :class:`DispatchSendJob` OUTSIDE any transaction, at most
+``max_concurrency`` at once, with up to ``prefetch`` more jobs claimed and ready so that each
+pass takes a whole batch; an outcome waits for the next pass, or at most
+``SEND_OUTCOME_FLUSH_DELAY`` before it is recorded on its own. A dispatch still running at its
+deadline (inside the lease, counted from the claim) is cancelled and recorded as a timeout.
 
 A crash anywhere leaves jobs ``in_flight`` until their lease runs out; they are then sent again
 with the same ``correlation_id``, which the partner uses to dedupe.
@@ -25,65 +27,59 @@ from typing import Any
 import attrs
 import structlog
 
-from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
-    AttemptDecision,
-    JobStatus,
-    SendJob,
-    TransportFailure,
-    decide_after_attempt,
+from craig.domain.constants import (
+    SEND_BUSY_RETRY_DELAY,
+    SEND_DEADLINE_CHECK_INTERVAL,
+    SEND_OUTCOME_FLUSH_DELAY,
+    SEND_RECORD_RETRY_DELAYS,
 )
-from craig.domain.partners import Partner
+from craig.domain.exchange import JobStatus
 from craig.ports.clock import Clock
-from craig.ports.exchange import Claim, Delivery, JobOutcome, PartnerGateway, PassResult, SendJobQueue
+from craig.ports.exchange import Claim, JobOutcome, Pace, PartnerGateway, PassResult, SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.events import stage_event
-from craig.usecases.send_policy import Observer, SendPolicy, outcome_event
+from craig.usecases.dispatch_send_job import DispatchSendJob
+from craig.usecases.give_back_send_jobs import GiveBackSendJobs
+from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
+from craig.usecases.reserve_send_slot import ReserveSendSlot
+from craig.usecases.send_policy import Observer, SendPolicy
 
 log = structlog.get_logger(__name__)
-
-OUTCOME_FLUSH_DELAY = timedelta(milliseconds=10)
-#: A flush whose every outcome was busy (rows held by another transaction) waits this long.
-BUSY_RETRY_DELAY = timedelta(milliseconds=50)
-#: How often a worker looks for sends past their deadline (at most this late: well inside the
-#: 5 s the dispatch deadline leaves before the lease ends).
-DEADLINE_CHECK_INTERVAL = timedelta(milliseconds=250)
-RECORD_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
 @attrs.frozen
 class _Ready:
     claim: Claim
-    claimed_at: float
+    claimed_at: float  # monotonic: when the claim's lease and rate-limit slot started
 
 
-class _NoSlot(Exception):
-    def __init__(self, wait: timedelta) -> None:
-        self.wait = wait
+async def _unpaced() -> None:
+    return None
 
 
-class SendJobWorker:
+class SendJobScheduler:
     """One worker; several (in several processes) may run side by side on one database."""
 
     def __init__(
         self,
-        uow_factory: Callable[[], UnitOfWork],
         queue: SendJobQueue,
-        gateway: PartnerGateway,
-        clock: Clock,
+        dispatch: DispatchSendJob,
+        recover: RecoverExpiredSendJobs,
+        give_back: GiveBackSendJobs,
+        reserve_slot: ReserveSendSlot,
         policy: SendPolicy | None = None,
         observer: Observer | None = None,
     ) -> None:
-        self._uow = uow_factory
         self._queue = queue
-        self._gateway = gateway
-        self._clock = clock
+        self._dispatch = dispatch
+        self._recover = recover
+        self._give_back = give_back
+        self._reserve_slot = reserve_slot
         self.policy = policy or SendPolicy()
         self._deadline = self.policy.dispatch_deadline.total_seconds()
         self._observe = observer or (lambda _outcome, _seconds: None)
         self._running: set[asyncio.Task[None]] = set()
-        #: Dispatches inside the partner call, with their deadlines (monotonic), and those the
-        #: watchdog cancelled for running past it.
+        #: Dispatches under way, with their deadlines (monotonic), and those the watchdog
+        #: cancelled for running past it.
         self._sending: dict[asyncio.Task[Any], float] = {}
         self._expired: set[asyncio.Task[Any]] = set()
         self._watchdog: asyncio.Task[None] | None = None
@@ -94,6 +90,28 @@ class SendJobWorker:
         self._flusher: asyncio.Task[None] | None = None
         self._waiting_since = 0.0  # monotonic time the oldest unrecorded outcome was queued
         self._next_recovery = 0.0
+
+    @classmethod
+    def build(
+        cls,
+        uow_factory: Callable[[], UnitOfWork],
+        queue: SendJobQueue,
+        gateway: PartnerGateway,
+        clock: Clock,
+        policy: SendPolicy | None = None,
+        observer: Observer | None = None,
+    ) -> SendJobScheduler:
+        """A scheduler with its use cases made on ``uow_factory``, all under one ``policy``."""
+        policy = policy or SendPolicy()
+        return cls(
+            queue,
+            DispatchSendJob(gateway, clock, policy),
+            RecoverExpiredSendJobs(uow_factory, clock, policy),
+            GiveBackSendJobs(uow_factory),
+            ReserveSendSlot(uow_factory, policy),
+            policy,
+            observer,
+        )
 
     # --- the loop ------------------------------------------------------------------------------
     async def run_once(self) -> bool:
@@ -182,22 +200,12 @@ class SendJobWorker:
         return result.claims
 
     async def _recover_if_due(self) -> None:
-        """Expired leases back to the queue (their workers vanished), every ``recover_interval``."""
         if time.monotonic() < self._next_recovery:
             return
         self._next_recovery = time.monotonic() + self.policy.recover_interval.total_seconds()
-        uow = self._uow()
-        async with uow:
-            recovered = await uow.send_jobs.recover_expired(self.policy.max_attempts, self.policy.recover_batch)
-            await self._stage_lease_failures(uow, [j for j in recovered if j.status is JobStatus.FAILED])
-            await uow.commit()
-
-    async def _stage_lease_failures(self, uow: UnitOfWork, failed: Sequence[SendJob]) -> None:
-        for job in failed:
-            log.warning("send job failed: lease expired on its last attempt", job_id=str(job.id))
-            decision = AttemptDecision(JobStatus.FAILED, error=job.last_error, event_type=EXCHANGE_SEND_FAILED)
-            await stage_event(uow, outcome_event(job, decision, self._clock.now()))
-            self._observe("failed", 0.0)
+        for job in await self._recover():
+            if job.status is JobStatus.FAILED:
+                self._observe("failed", 0.0)
 
     def _settle(self, outcomes: Sequence[JobOutcome], result: PassResult) -> None:
         """Outcomes the pass found busy go to the next one; any other not recorded lost its lease."""
@@ -224,49 +232,47 @@ class SendJobWorker:
                 self._slot_freed.set()
 
     async def dispatch(self, claim: Claim, claimed_at: float) -> str:
-        """Send one claimed job; returns the outcome's name. ``claimed_at`` (monotonic) is when
-        the claim's lease and rate-limit slot started."""
-        job, partner, slot = claim.job, claim.partner, claim.slot
-        if partner is None:  # fails at once: no attempt could go better
-            error = claim.unusable or "the partner no longer exists"
-            self._done(job, AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED))
-            return "failed"
-        if slot is None or not slot.granted:
-            await self._give_back([job], slot.wait if slot else self.policy.max_rate_wait)
-            return "deferred"
+        """Dispatch one claimed job under its deadline, then queue its outcome for recording or
+        give it back; returns the outcome's name. ``claimed_at`` (monotonic) is when the claim's
+        lease and rate-limit slot started."""
         # Finish well inside the lease, so no other worker takes the job over while it is sent.
         deadline = claimed_at + self._deadline
-        if deadline - time.monotonic() < self._deadline / 2:
-            await self._give_back([job], timedelta(0))  # waited too long in the ready queue
-            return "deferred"
-        slot_at = [claimed_at + slot.wait.total_seconds()]
-
-        async def pace() -> None:
-            at = slot_at.pop() if slot_at else time.monotonic() + (await self._extra_slot(partner)).total_seconds()
-            wait = at - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-
+        too_late = deadline - time.monotonic() < self._deadline / 2  # waited too long in the ready queue
         task = asyncio.current_task()
         assert task is not None
         self._sending[task] = deadline
         self._watch()
         try:
-            result = await self._gateway.send(partner, Delivery(job.correlation_id, job.payload), pace)
+            dispatched = await self._dispatch(claim, self._pace(claim, claimed_at), too_late=too_late)
         except asyncio.CancelledError:
             if task not in self._expired:
                 raise
             task.uncancel()
-            result = TransportFailure("timeout", "the dispatch outlived its deadline inside the lease")
-        except _NoSlot as no_slot:
-            await self._give_back([job], no_slot.wait)
-            return "deferred"
+            dispatched = self._dispatch.abandoned(claim)
         finally:
             del self._sending[task]
             self._expired.discard(task)
-        decision = decide_after_attempt(job.attempts, result, self.policy.max_attempts, self.policy.backoff)
-        self._done(job, decision)
-        return {JobStatus.SENT: "sent", JobStatus.FAILED: "failed"}.get(decision.status, "retry")
+        if dispatched.outcome is not None:
+            self._add_outcomes([dispatched.outcome], first=False)
+        else:
+            await self._give_back([claim.job], dispatched.give_back_in or timedelta(0))
+        return dispatched.name
+
+    def _pace(self, claim: Claim, claimed_at: float) -> Pace:
+        """Before each request: its slot's time. The first request has the claim's slot; each
+        later one (the retry after a 401) reserves one of its own."""
+        partner, slot = claim.partner, claim.slot
+        if partner is None or slot is None:  # never sent
+            return _unpaced
+        slot_at = [claimed_at + slot.wait.total_seconds()]
+
+        async def pace() -> None:
+            at = slot_at.pop() if slot_at else time.monotonic() + (await self._reserve_slot(partner)).total_seconds()
+            wait = at - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+
+        return pace
 
     def _watch(self) -> None:
         if self._watchdog is None or self._watchdog.done():
@@ -275,42 +281,14 @@ class SendJobWorker:
     async def _watchdog_loop(self) -> None:
         """Cancels sends that outlive their deadline: one timer per worker, not one per job."""
         while self._sending:
-            await asyncio.sleep(DEADLINE_CHECK_INTERVAL.total_seconds())
+            await asyncio.sleep(SEND_DEADLINE_CHECK_INTERVAL.total_seconds())
             now = time.monotonic()
             for task, deadline in list(self._sending.items()):
                 if deadline <= now and task not in self._expired:
                     self._expired.add(task)
                     task.cancel()
 
-    async def _extra_slot(self, partner: Partner) -> timedelta:
-        """The retry after a 401 needs a rate-limit slot of its own."""
-        uow = self._uow()
-        async with uow:
-            [slot] = await uow.partner_rate_limits.reserve(
-                partner.id, partner.effective_rate_limit_rpm, 1, self.policy.max_rate_wait
-            )
-            await uow.commit()
-        if not slot.granted:
-            raise _NoSlot(slot.wait)
-        return slot.wait
-
-    async def _give_back(self, jobs: Sequence[SendJob], wait: timedelta) -> None:
-        """Unsent claimed jobs back to the queue, due in ``wait``, their attempts undone."""
-        uow = self._uow()
-        async with uow:
-            for job in jobs:
-                await uow.send_jobs.defer(job, wait)
-            await uow.commit()
-
     # --- outcomes not carried by a pass ----------------------------------------------------------
-    def _done(self, job: SendJob, decision: AttemptDecision) -> None:
-        """Queue the outcome (and its event, as the job will read once recorded) for recording."""
-        event = None
-        if decision.event_type:
-            now = self._clock.now()
-            event = outcome_event(job, decision, now)
-        self._add_outcomes([JobOutcome(job, decision, event)], first=False)
-
     def _requeue(self, outcomes: Sequence[JobOutcome]) -> None:
         """Outcomes a pass did not record (it failed, or found their rows busy): first in line."""
         self._add_outcomes(outcomes, first=True)
@@ -328,9 +306,9 @@ class SendJobWorker:
             self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
 
     async def _flush_later(self) -> None:
-        """Record outcomes no pass has taken within ``OUTCOME_FLUSH_DELAY`` of the oldest."""
+        """Record outcomes no pass has taken within ``SEND_OUTCOME_FLUSH_DELAY`` of the oldest."""
         while self._outcomes:
-            due = self._waiting_since + OUTCOME_FLUSH_DELAY.total_seconds() - time.monotonic()
+            due = self._waiting_since + SEND_OUTCOME_FLUSH_DELAY.total_seconds() - time.monotonic()
             if due <= 0:
                 await self._flush()
                 return
@@ -340,16 +318,17 @@ class SendJobWorker:
         """Record whatever no pass has taken yet, retrying while the database is away."""
         while self._outcomes:
             batch, self._outcomes = self._outcomes, []
-            for delay in (*RECORD_RETRY_DELAYS, None):
+            for delay in (*SEND_RECORD_RETRY_DELAYS, None):
                 try:
                     result = await self._queue.run_pass(batch, 0, self.policy.lease, self.policy.max_rate_wait)
                     self._settle(batch, result)
                     if result.busy and not result.recorded:
-                        await asyncio.sleep(BUSY_RETRY_DELAY.total_seconds())  # rows held elsewhere: no spinning
+                        await asyncio.sleep(SEND_BUSY_RETRY_DELAY.total_seconds())  # rows held elsewhere: no spinning
                     break
                 except Exception as error:
                     if delay is None:
                         log.error("send job outcomes dropped; their leases will bring them back", jobs=len(batch))
                         break
-                    log.warning("recording send job outcomes failed; retrying", error=str(error), retry_in=delay)
-                    await asyncio.sleep(delay)
+                    retry_in = delay.total_seconds()
+                    log.warning("recording send job outcomes failed; retrying", error=str(error), retry_in=retry_in)
+                    await asyncio.sleep(retry_in)

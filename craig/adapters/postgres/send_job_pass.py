@@ -1,0 +1,236 @@
+"""The SQL of the send-job worker's one-statement pass, and every fragment of it.
+
+This module owns the statement :class:`~craig.adapters.postgres.send_job_queue.PostgresSendJobQueue`
+runs and the parts it is made of: a job's columns (and how a row of them reads), the claim of due
+jobs, the recording of outcomes fenced by lease token, the staging of their events and the GCRA
+reservation of rate-limit slots. Repository statements that do the same step on their own (the
+send-job repository's claim and record, the rate limiter's reserve, the outbox's multi-event
+insert) import the fragment from here, so the pass and the repositories cannot drift apart.
+
+The statement's parts all see one snapshot: a job recorded here is still ``in_flight`` to the
+claim, which never takes one of the outcomes' jobs anyway.
+
+No pass ever waits for a job row, so passes cannot deadlock on them: the claim skips locked rows,
+and so does the recording. That matters because a concurrent claim whose snapshot still saw a
+job as ``pending`` locks its row before it re-checks (and rejects) it, and keeps that lock to the
+end of its statement; an outcome whose row is held like that comes back as ``busy`` and the
+worker records it in its next pass. The only wait is on rate-limit rows, taken last and in key
+order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+
+from craig.adapters.postgres.raw import RawStatement
+from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, unseal_json
+from craig.domain import exchange as model
+from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
+from craig.domain.events import EventEnvelope
+from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
+from craig.ports.cipher import FieldCipher
+from craig.ports.exchange import JobOutcome
+
+# --- a job's columns -------------------------------------------------------------------------
+COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
+    next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
+RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
+
+
+def job_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> SendJob:
+    """The job, its payload decrypted (a payload that does not decrypt raises when it is used,
+    so one bad row never fails the jobs read with it)."""
+    return SendJob(
+        id=row["id"],
+        transaction_id=row["transaction_id"],
+        partner_id=row["partner_id"],
+        correlation_id=row["correlation_id"],
+        payload=unseal_json(cipher, SEND_JOB_PAYLOAD, row["id"], row["payload"]),
+        status=JobStatus(row["status"]),
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        next_attempt_at=row["next_attempt_at"],
+        created_at=row["created_at"],
+        completed_at=row["completed_at"],
+        lease_expires_at=row["lease_expires_at"],
+        lease_token=row["lease_token"],
+    )
+
+
+# --- the claim: ``FOR UPDATE SKIP LOCKED``, leased on the database clock -----------------------
+CLAIM_SET = """status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
+           lease_expires_at = now() + make_interval(secs => :lease)"""
+DUE = """
+        SELECT id FROM exchange_send_jobs
+         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(CAST(:exclude AS uuid[]))
+         ORDER BY next_attempt_at
+         LIMIT :limit
+           FOR UPDATE SKIP LOCKED"""
+
+# --- the recording -------------------------------------------------------------------------------
+# The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
+# function itself); a job is updated only while it carries the claim's lease token.
+OUTCOMES = """unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[]), CAST(:statuses AS text[]),
+                 CAST(:retry_ins AS float8[]), CAST(:errors AS text[])) AS o(id, token, status, retry_in, error)"""
+RECORD_SET = """status = o.status,
+           next_attempt_at = CASE WHEN o.status = 'pending'
+                                  THEN now() + make_interval(secs => o.retry_in)
+                                  ELSE j.next_attempt_at END,
+           completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE now() END,
+           last_error = CASE WHEN o.status = 'sent' THEN NULL ELSE o.error END,
+           lease_expires_at = NULL"""
+RECORD_WHERE = "j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')"
+
+
+def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, list[Any]]:
+    """The array parameters of :data:`OUTCOMES`."""
+    return {
+        "ids": [job.id for job, _ in outcomes],
+        "tokens": [job.lease_token for job, _ in outcomes],
+        "statuses": [str(decision.status) for _, decision in outcomes],
+        "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
+        "errors": [(decision.error or "")[: model.MAX_ERROR_LENGTH] or None for _, decision in outcomes],
+    }
+
+
+# --- the events' outbox rows ---------------------------------------------------------------------
+_JSON = msgspec.json.Encoder()  # the same JSON as json.dumps, several times faster
+
+
+def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
+    """The array parameters of a multi-event INSERT into ``event_outbox`` (the pass's and the
+    outbox writer's); ``as_text`` gives the envelopes as JSON text, for statements that bypass
+    SQLAlchemy's JSONB."""
+    return {
+        "event_ids": [e.id for e in envelopes],
+        "envelopes": [_JSON.encode(e.to_json()).decode() if as_text else e.to_json() for e in envelopes],
+        "types": [e.type for e in envelopes],
+        "aggregate_types": [e.aggregate_type for e in envelopes],
+        "aggregate_ids": [e.aggregate_id for e in envelopes],
+    }
+
+
+# --- the rate-limit reservation ------------------------------------------------------------------
+# The GCRA of craig.domain.partner_rate_limit.reserve over a ``demand(key, n, step)`` CTE: lock
+# the keys' rows in ascending order, grant each key up to ``n`` consecutive slots ``step`` seconds
+# apart that start within ``:max_wait``, move its ``tat`` past them. A key without a row yet gets
+# nothing from ``reserved``.
+# "Now" is the database clock once the rows are locked (clock_timestamp()), not the statement's
+# start (now()): a statement that queued behind another for the lock would otherwise see that
+# one's slots as still in the future and wait for nothing.
+RESERVE_CTES = """
+    locked AS (
+        SELECT r.key, r.tat, d.n, d.step
+          FROM exchange_rate_limits r JOIN demand d ON d.key = r.key
+         ORDER BY r.key
+           FOR UPDATE OF r
+    ), stamped AS (
+        SELECT locked.*, clock_timestamp() AS at FROM locked OFFSET 0
+    ), waits AS (
+        SELECT key, greatest(tat, at) AS base, n, step,
+               extract(epoch FROM greatest(tat, at) - at)::float8 AS first_wait
+          FROM stamped
+    ), grants AS (
+        SELECT key, base, step, first_wait,
+               CASE WHEN first_wait > CAST(:max_wait AS float8) THEN 0
+                    ELSE least(n, floor((CAST(:max_wait AS float8) - first_wait) / step)::int + 1)
+               END AS granted
+          FROM waits
+    ), reserved AS (
+        UPDATE exchange_rate_limits r
+           SET tat = g.base + make_interval(secs => g.granted * g.step)
+          FROM grants g WHERE r.key = g.key
+        RETURNING g.key, g.granted, g.first_wait
+    )"""
+
+# --- the pass --------------------------------------------------------------------------------------
+#: Record, stage, claim, reserve. One row per claimed job (one row of NULLs when none), each with
+#: the arrays of the recorded and the busy outcomes' ids and its partner's grant (``granted``
+#: NULL: the partner has no rate-limit row yet).
+PASS = RawStatement(
+    f"""
+    WITH present AS (
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[]))
+    ), free AS (
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[])) FOR UPDATE SKIP LOCKED
+    ), recorded AS (
+        UPDATE exchange_send_jobs j
+           SET {RECORD_SET}
+          FROM {OUTCOMES}
+         WHERE {RECORD_WHERE} AND j.id IN (SELECT id FROM free)
+        RETURNING j.id
+    ), staged AS (
+        INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
+        SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
+          FROM unnest(CAST(:event_jobs AS uuid[]), CAST(:event_ids AS uuid[]), CAST(:envelopes AS jsonb[]),
+                      CAST(:types AS text[]), CAST(:aggregate_types AS text[]), CAST(:aggregate_ids AS text[]))
+               WITH ORDINALITY AS e(job_id, id, envelope, event_type, aggregate_type, aggregate_id, n)
+         WHERE e.job_id IN (SELECT id FROM recorded)
+         ORDER BY e.n
+        RETURNING 1
+    ), due AS ({DUE}
+    ), claimed AS (
+        UPDATE exchange_send_jobs j
+           SET {CLAIM_SET}
+          FROM due WHERE j.id = due.id
+        RETURNING {RETURNING}
+    ), demand AS (
+        SELECT c.partner_id AS key, count(*)::int AS n,
+               60.0::float8 / coalesce(p.rate_limit_rpm, CAST(:default_rpm AS int)) AS step
+          FROM claimed c JOIN partners p ON p.id = c.partner_id
+         -- Record and stage BEFORE the rate-limit rows are locked, so they are held only for
+         -- the reservation itself and the commit (otherwise PostgreSQL runs them last).
+         WHERE (SELECT count(*) FROM staged) >= 0
+         GROUP BY c.partner_id, p.rate_limit_rpm
+    ), {RESERVE_CTES}
+    SELECT (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) AS recorded,
+           (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free)) AS busy,
+           c.*, r.granted, r.first_wait
+      FROM (SELECT 1) AS one
+      LEFT JOIN claimed c ON true
+      LEFT JOIN reserved r ON r.key = c.partner_id
+    """
+)
+
+
+def pass_params(
+    outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
+) -> dict[str, Any]:
+    """The parameters of :data:`PASS`: record ``outcomes`` (staging the event of each one
+    recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
+    ``max_rate_wait``."""
+    events = [(o.job.id, o.event) for o in outcomes if o.event is not None]
+    return {
+        **record_params([(o.job, o.decision) for o in outcomes]),
+        **stage_params([event for _, event in events], as_text=True),
+        "event_jobs": [job_id for job_id, _ in events],
+        "exclude": [o.job.id for o in outcomes],
+        "limit": claim,
+        "lease": lease.total_seconds(),
+        "max_wait": max_rate_wait.total_seconds(),
+        "default_rpm": DEFAULT_PARTNER_RATE_LIMIT_RPM,
+    }
+
+
+#: Claimed jobs a pass cannot hand over go back unsent: ``pending``, due now, the attempt undone.
+GIVE_BACK = RawStatement(
+    """
+    UPDATE exchange_send_jobs j
+       SET status = 'pending', attempts = greatest(j.attempts - 1, 0), lease_expires_at = NULL,
+           next_attempt_at = now()
+      FROM unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[])) AS g(id, token)
+     WHERE j.id = g.id AND j.lease_token = g.token AND j.status = 'in_flight'
+    """
+)
+
+#: The pass reaches every row by key or through the drainable index, in order. asyncpg keeps the
+#: statement prepared, and PostgreSQL soon switches it to a generic plan made from the table's
+#: statistics at that moment: made while the queue was small, such a plan may pick a sequential
+#: scan (or a bitmap scan and a sort of every due job), which turns each pass into O(queue).
+#: (Seen with auto_explain in the throughput benchmark while developing.) These settings, on the
+#: pass's connection only, leave the planner the index paths it should always take.
+PLANNER_SETTINGS = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
