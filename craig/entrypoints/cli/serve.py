@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 from typing import Any
@@ -11,6 +12,7 @@ import structlog
 
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, Refused, exit_codes
+from craig.entrypoints.runtime import running
 
 log = structlog.get_logger(__name__)
 
@@ -50,24 +52,32 @@ def serve(host: str | None, port: int | None) -> int:
         lifespans.append(lambda _app: workers_running(container))
     else:  # per-instance caches still need their broadcast events (rule-set invalidation)
         lifespans.append(lambda _app: consumers_running(container, broadcast_only=True))
-    app = create_app(container, lifespans=lifespans)
-    log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
+    # The dependencies start here, not in the app's lifespan, so that one that cannot be
+    # reached is refused in one line (exit 2) rather than as uvicorn's lifespan traceback.
+    app = create_app(container, lifespans=lifespans, manage_runtime=False)
     # proxy_headers=False: X-Forwarded-For is honoured only from CRAIG_HTTP__TRUSTED_PROXIES,
     # never by uvicorn's own default of trusting 127.0.0.1.
     config = uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
     )
     server = uvicorn.Server(config)
-    # uvicorn handles SIGTERM/SIGINT gracefully, then re-raises the signal to the previous handler;
-    # after a complete graceful shutdown nothing is left to do, so `craig serve` exits 0.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda _signum, _frame: None)
-    try:
-        server.run()
-    except SystemExit:  # uvicorn exits by itself when it cannot bind after all
-        if server.started:
-            raise
-    return ExitCode.OK if server.started else ExitCode.USAGE
+
+    async def main() -> int:
+        async with running(container):
+            log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
+            # uvicorn handles SIGTERM/SIGINT gracefully, then re-raises the signal to the handler
+            # it found; after a complete graceful shutdown nothing is left to do: exit 0.
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda _signum, _frame: None)
+            try:
+                await server.serve()
+            except SystemExit:  # uvicorn gives up by itself when it cannot bind after all
+                if server.started:
+                    raise
+        return ExitCode.OK if server.started else ExitCode.USAGE
+
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # uvicorn's loop (uvloop if any)
+        return runner.run(main())
 
 
 def _check_can_listen(host: str, port: int) -> None:
