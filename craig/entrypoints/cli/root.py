@@ -88,11 +88,17 @@ def _refuse(message: str, code: int = ExitCode.USAGE) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure an operator can cause ends as one line and an exit code."""
     signal.signal(signal.SIGTERM, _terminate)
+    stdout = sys.stdout
     try:
         code = craig.main(args=argv, prog_name="craig", standalone_mode=False)
         sys.stdout.flush()  # a closed pipe shows here, not as a warning at interpreter exit
     except BrokenPipeError:
         return _stdout_closed()
+    except SystemExit:
+        if sys.stdout is not stdout:  # click met a closed stdout, wrapped it and exits 1
+            sys.stdout = stdout
+            return _stdout_closed()
+        raise
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.format_message(), err=True)
         return ExitCode.USAGE
