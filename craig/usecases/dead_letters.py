@@ -26,10 +26,11 @@ class DeadLetterOperations:
         """Requeue dead letters (all, or those of ``event_ids``) in their original order; each
         inbox row gets a fresh retry budget before its message goes back.
 
-        ``progress(done, total)`` is called before the first letter, as each one is requeued,
-        and once at the end with the number replayed as both figures. ``total`` is what there
-        is to replay as far as is known beforehand (the ids given, or the dead letters counted,
-        at most ``limit``); it is never below ``done``."""
+        ``progress(done, total)`` is called before the first letter, after each letter's fresh
+        budget (just before its message goes back), and once at the end with the number
+        replayed as both figures. ``total`` is what there is to replay as far as is known
+        beforehand (the ids given, or the dead letters counted, at most ``limit``); it is never
+        below ``done``."""
         total = min(limit, len(set(event_ids)) if event_ids is not None else await self.dead_letters.count())
         done = 0
         progress(done, total)

@@ -8,9 +8,11 @@ import base64
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -173,3 +175,23 @@ def test_serve_refuses_an_address_it_cannot_bind_before_starting_anything(tmp_pa
         not_here.returncode == 2 and "craig: cannot listen on 192.0.2.1:0: Cannot assign requested" in not_here.stderr
     )
     assert "Traceback" not in result.stderr + not_here.stderr
+
+
+def test_worker_stops_gracefully_on_sigterm(tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [CRAIG, "worker"], env=environment(tmp_path, CRAIG_LOG_JSON="false"), stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while "worker running" not in log.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "worker running" in log.read_text(), log.read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "Traceback" not in log.read_text()
