@@ -210,6 +210,14 @@ RULE_CACHE_MAX_AGE: Final = timedelta(seconds=60)
 #: Rows ``craig keys rotate`` re-encrypts per transaction.
 KEY_ROTATION_BATCH_SIZE: Final = 500
 
+# --- The operator command line ----------------------------------------------------------------
+#: A progress bar on a terminal is redrawn at most this often.
+PROGRESS_REDRAW_INTERVAL: Final = timedelta(milliseconds=100)
+#: Piped (a log file, CI), progress is one line per task at most this often, plus the last.
+PROGRESS_LINE_INTERVAL: Final = timedelta(seconds=5)
+PROGRESS_BAR_WIDTH_CHARS: Final = 30
+PROGRESS_LABEL_WIDTH_CHARS: Final = 32
+
 # --- Cases ------------------------------------------------------------------------------------
 CASE_TITLE_MAX_LENGTH: Final = 300
 CASE_FAMILY_NAME_MAX_LENGTH: Final = 200

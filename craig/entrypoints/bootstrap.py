@@ -4,18 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from craig.entrypoints.container import Container, build_container
 from craig.entrypoints.logging import configure_logging
-from craig.entrypoints.secrets import with_dev_secrets
-from craig.entrypoints.settings import Settings, load_settings, validate
+from craig.entrypoints.secrets import DEV_SECRET_FILES, dev_secret_path, with_dev_secrets
+from craig.entrypoints.settings import Loaded, Settings, Source, read_environment, settable, validate
+
+
+def prepare(environ: Mapping[str, str] | None = None) -> Loaded:
+    """The settings in force (development secrets filled in), validated, and where each came from."""
+    loaded = read_environment(environ)
+    validate(loaded.settings)
+    configure_logging(loaded.settings.log_level, loaded.settings.log_json)
+    settings = with_dev_secrets(loaded.settings)
+    validate(settings)
+    known = settable()
+    generated = {
+        name: Source("file", str(dev_secret_path(settings, name)))
+        for name in DEV_SECRET_FILES
+        if known[name].value(settings) != known[name].value(loaded.settings)
+    }
+    return attrs.evolve(loaded, settings=settings, sources={**loaded.sources, **generated})
 
 
 def prepare_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    settings = load_settings(environ)
-    configure_logging(settings.log_level, settings.log_json)
-    settings = with_dev_secrets(settings)
-    validate(settings)
-    return settings
+    return prepare(environ).settings
 
 
 def bootstrap(environ: Mapping[str, str] | None = None) -> Container:

@@ -1,8 +1,9 @@
 """Prometheus metrics (one registry per process).
 
 Counters and histograms are updated where things happen (HTTP, relay, inbox, workers).
-Gauges that describe shared state (backlogs, oldest ages, DLX size) are read from the database
-when ``/metrics`` is scraped, through the refreshers the composition root supplies.
+Gauges that describe shared state (backlogs, oldest ages, DLX size) live with the operator views
+(``craig.entrypoints.operations.gauges``): they are read from the database when ``/metrics`` is
+scraped, through the refreshers given to :func:`render`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 log = structlog.get_logger(__name__)
 
@@ -28,10 +29,6 @@ outbox_publish_failures = Counter(
     "craig_outbox_publish_failures_total", "Failed publishes (retried with backoff)", registry=REGISTRY
 )
 outbox_batch_seconds = Histogram("craig_outbox_batch_seconds", "Time per relay batch", registry=REGISTRY)
-outbox_pending = Gauge("craig_outbox_pending", "Unpublished events", registry=REGISTRY)
-outbox_oldest_age = Gauge(
-    "craig_outbox_oldest_pending_age_seconds", "Age of the oldest unpublished event", registry=REGISTRY
-)
 inbox_retries = Counter(
     "craig_inbox_retries_total", "Inbox deliveries scheduled for retry", ["consumer"], registry=REGISTRY
 )
@@ -41,19 +38,8 @@ inbox_dead_lettered = Counter(
     ["consumer"],
     registry=REGISTRY,
 )
-dlx_messages = Gauge("craig_dlx_messages", "Dead-lettered messages awaiting an operator", registry=REGISTRY)
-unrouted_events = Gauge(
-    "craig_unrouted_events", "Events no subscription took, kept in the unrouted queue", registry=REGISTRY
-)
-idempotency_slots = Gauge("craig_idempotency_slots", "Idempotency slots by status", ["status"], registry=REGISTRY)
 
-# attachments (issue 5)
-attachments_pending = Gauge(
-    "craig_attachments_pending", "Attachment rows still pending (blob not confirmed)", registry=REGISTRY
-)
-attachments_oldest_pending_age = Gauge(
-    "craig_attachments_oldest_pending_age_seconds", "Age of the oldest pending attachment row", registry=REGISTRY
-)
+# attachments
 attachment_orphans_removed = Counter(
     "craig_attachment_orphans_removed_total", "Blobs without a row deleted by the scanner", registry=REGISTRY
 )
@@ -64,7 +50,7 @@ attachment_scan_outcomes = Counter(
     registry=REGISTRY,
 )
 
-# partner exchange (issue 7)
+# partner exchange
 exchange_dispatches = Counter(
     "craig_exchange_dispatches_total",
     "Send-job dispatches by outcome (sent, retry, failed, deferred, lost)",
@@ -76,10 +62,6 @@ exchange_dispatch_seconds = Histogram(
 )
 exchange_token_refreshes = Counter(
     "craig_exchange_token_refreshes_total", "OAuth2 tokens fetched from partners", registry=REGISTRY
-)
-exchange_send_jobs = Gauge("craig_exchange_send_jobs", "Send jobs by status", ["status"], registry=REGISTRY)
-exchange_oldest_due_age = Gauge(
-    "craig_exchange_oldest_due_age_seconds", "How long the oldest due send job has waited", registry=REGISTRY
 )
 
 

@@ -12,13 +12,8 @@ import structlog
 from sqlalchemy import text
 
 from craig.adapters.postgres import migrations
-from craig.entrypoints import metrics
-from craig.entrypoints.ages import seconds_since
-from craig.entrypoints.attachment_operations import attachment_backlog
 from craig.entrypoints.container import EMBEDDED_DATABASE, Container
-from craig.entrypoints.send_job_status import send_job_backlog
 from craig.entrypoints.settings import Profile
-from craig.entrypoints.unrouted_status import unrouted_backlog
 from craig.ports.errors import PortError
 
 log = structlog.get_logger(__name__)
@@ -152,29 +147,3 @@ def _memory_ping(container: Container) -> HealthCheck:
             pass
 
     return ping
-
-
-def metric_refreshers(container: Container) -> list[metrics.Refresher]:
-    """Database-backed gauges, refreshed on each scrape."""
-
-    async def idempotency() -> None:
-        stats = await container.idempotency_store().stats()
-        for status in ("processing", "succeeded", "failed"):
-            metrics.idempotency_slots.labels(status).set(stats.by_status.get(status, 0))
-
-    async def outbox() -> None:
-        stats = await container.outbox_relay_store().stats()
-        metrics.outbox_pending.set(stats.pending)
-        metrics.outbox_oldest_age.set(seconds_since(stats.now, stats.oldest_pending_created_at) or 0)
-
-    async def dead_letters() -> None:
-        metrics.dlx_messages.set(await container.dead_letters().count())
-
-    return [
-        idempotency,
-        outbox,
-        dead_letters,
-        unrouted_backlog(container),
-        attachment_backlog(container),
-        send_job_backlog(container),
-    ]

@@ -14,19 +14,32 @@ from pathlib import Path
 import attrs
 import structlog
 
-from craig.entrypoints.settings import Profile, Settings
+from craig.entrypoints.settings import Profile, Settings, SettingsError
 
 log = structlog.get_logger(__name__)
 
+#: The file under ``$CRAIG_DATA_DIR/secrets`` each generated secret is kept in, by its setting.
+DEV_SECRET_FILES = {"CRAIG_AUTH__JWT_SECRET": "jwt_secret", "CRAIG_FIELD_ENCRYPTION_KEY": "field_encryption_key"}
+
+
+def dev_secret_path(settings: Settings, variable: str) -> Path:
+    return settings.data_dir / "secrets" / DEV_SECRET_FILES[variable]
+
 
 def _read_or_create(path: Path, make: str) -> str:
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(make + "\n")
+    try:
+        if path.exists():
+            return path.read_text().strip()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(make + "\n")
+    except OSError as error:
+        raise SettingsError(
+            f"the development secret {path} cannot be read or created ({error.strerror or error}); "
+            "set CRAIG_DATA_DIR to a folder Craig may write"
+        ) from None
     log.warning("generated a development secret; do not use it in production", path=str(path))
     return make
 
@@ -35,12 +48,12 @@ def with_dev_secrets(settings: Settings) -> Settings:
     """Fill the JWT secret and field-encryption key from the data dir (embedded/memory only)."""
     if settings.profile is Profile.PRODUCTION:
         return settings
-    folder = settings.data_dir / "secrets"
     auth = settings.auth
     if not auth.jwt_secret and not auth.jwks_url:
-        secret = _read_or_create(folder / "jwt_secret", secrets.token_urlsafe(48))
-        auth = attrs.evolve(auth, jwt_secret=secret)
+        path = dev_secret_path(settings, "CRAIG_AUTH__JWT_SECRET")
+        auth = attrs.evolve(auth, jwt_secret=_read_or_create(path, secrets.token_urlsafe(48)))
     key = settings.field_encryption_key
     if not key:
-        key = _read_or_create(folder / "field_encryption_key", base64.b64encode(secrets.token_bytes(32)).decode())
+        path = dev_secret_path(settings, "CRAIG_FIELD_ENCRYPTION_KEY")
+        key = _read_or_create(path, base64.b64encode(secrets.token_bytes(32)).decode())
     return attrs.evolve(settings, auth=auth, field_encryption_key=key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
@@ -17,14 +17,33 @@ class DeadLetterOperations:
     async def peek(self, limit: int) -> list[DeadLetterInfo]:
         return await self.dead_letters.peek(limit)
 
-    async def replay(self, event_ids: Sequence[UUID] | None, limit: int) -> list[DeadLetterInfo]:
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        progress: Callable[[int, int], None] = lambda _done, _total: None,
+    ) -> list[DeadLetterInfo]:
         """Requeue dead letters (all, or those of ``event_ids``) in their original order; each
-        inbox row gets a fresh retry budget before its message goes back."""
+        inbox row gets a fresh retry budget before its message goes back.
+
+        ``progress(done, total)`` is called before the first letter, after each letter's fresh
+        budget (just before its message goes back), and once at the end with the number
+        replayed as both figures. ``total`` is what there is to replay as far as is known
+        beforehand (the ids given, or the dead letters counted, at most ``limit``); it is never
+        below ``done``."""
+        total = min(limit, len(set(event_ids)) if event_ids is not None else await self.dead_letters.count())
+        done = 0
+        progress(done, total)
 
         async def fresh_budget(letter: DeadLetterInfo) -> None:
+            nonlocal done
             uow = self.uow_factory()
             async with uow:
                 await uow.inbox.reset_for_replay(letter.consumer, letter.event_id)
                 await uow.commit()
+            done += 1
+            progress(done, max(total, done))
 
-        return await self.dead_letters.replay(event_ids, limit, fresh_budget)
+        replayed = await self.dead_letters.replay(event_ids, limit, fresh_budget)
+        progress(len(replayed), len(replayed))
+        return replayed

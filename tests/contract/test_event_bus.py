@@ -18,8 +18,7 @@ from craig.adapters.inprocess.bus import InProcessBus
 from craig.domain.events import EventEnvelope
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
-from craig.entrypoints.runtime import metric_refreshers
-from craig.entrypoints.status import collect_status
+from craig.entrypoints.operations import collect_status, metric_refreshers
 from craig.entrypoints.workers.messaging import consumers_running, relay_loop
 from craig.entrypoints.workers.runner import _loops_running
 from craig.ports.messaging import NonRetryable, Subscription

@@ -14,7 +14,7 @@ from dependency_injector import providers
 
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.entrypoints.http.app import create_app
-from craig.entrypoints.status import collect_status
+from craig.entrypoints.operations import collect_status
 from tests.support import apps
 from tests.support.apps import auth, live_server
 from tests.support.files import png_bytes

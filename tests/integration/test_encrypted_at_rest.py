@@ -22,7 +22,7 @@ from craig.adapters.crypto.aesgcm import NONCE_BYTES, FieldEncryptor
 from craig.adapters.postgres.database import libpq_dsn
 from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS
 from craig.domain.access import Role
-from craig.entrypoints import keys
+from craig.entrypoints.cli import keys
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.runner import workers_running

@@ -12,7 +12,8 @@ import structlog
 from sqlalchemy import text
 
 from craig.adapters.crypto.aesgcm import FieldEncryptor
-from craig.entrypoints import cli, keys
+from craig.entrypoints import cli
+from craig.entrypoints.cli import keys
 from craig.entrypoints.container import Container
 from craig.ports.key_rotation import EncryptedColumn
 from craig.usecases.intake import ReferralForm

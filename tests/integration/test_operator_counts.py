@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from craig.domain.constants import PURGE_BATCH_SIZE, STATS_EXACT_COUNT_MAX_ROWS
 from craig.entrypoints import metrics
-from craig.entrypoints.runtime import metric_refreshers, running
-from craig.entrypoints.status import collect_status
+from craig.entrypoints.operations import collect_status, metric_refreshers
+from craig.entrypoints.runtime import running
 from craig.entrypoints.workers.registry import cleanup_loop
 from tests.support import apps
 

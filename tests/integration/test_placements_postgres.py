@@ -19,8 +19,8 @@ from craig.domain.access import Principal, Role
 from craig.domain.cases import new_case
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import Placement, PlacementStatus
+from craig.entrypoints.operations import collect_status, format_status
 from craig.entrypoints.runtime import running
-from craig.entrypoints.status import collect_status, format_status
 from craig.usecases.placements import CreateFosterHome, CreatePlacement, UpdatePlacement
 from tests.support import apps
 from tests.support.ciphers import TEST_CIPHER

@@ -9,7 +9,8 @@ import pytest
 from dependency_injector import providers
 
 from craig.entrypoints import metrics
-from craig.entrypoints.attachment_operations import attachment_backlog, attachments_section
+from craig.entrypoints.operations.gauges import attachment_backlog
+from craig.entrypoints.operations.status import section_table
 from craig.entrypoints.settings import SettingsError, load_settings
 from craig.entrypoints.workers.registry import loops_for
 from tests.support import apps
@@ -51,5 +52,5 @@ async def test_the_scanner_loop_runs_and_counts_removed_orphans(tmp_path: Path) 
 
     await attachment_backlog(container)()
     assert sample("craig_attachments_pending") == 0
-    section = await attachments_section(container)
+    section = await section_table("attachments", container)
     assert section["contact_attachments: pending"] == 0 and section["contact_attachments: oldest pending age"] == "-"

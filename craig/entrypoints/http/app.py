@@ -15,7 +15,7 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
 from craig.domain.constants import IDEMPOTENCY_LOSER_POLL_INTERVAL
-from craig.entrypoints import runtime
+from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
 from craig.entrypoints.http.client_limits import ClientRateLimitMiddleware
@@ -126,7 +126,7 @@ def create_app(
 
     app = Litestar(
         route_handlers=[
-            system_router(runtime.health_checks(container), runtime.metric_refreshers(container)),
+            system_router(runtime.health_checks(container), operations.metric_refreshers(container)),
             v1,
             intake,
         ],

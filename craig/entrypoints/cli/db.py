@@ -1,0 +1,59 @@
+"""``craig db``: schema migrations (production never migrates implicitly)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from craig.entrypoints.bootstrap import bootstrap
+from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, run
+from craig.entrypoints.runtime import start_database, stop_database
+from craig.entrypoints.settings import Profile
+
+
+@click.group(short_help="Database migrations: upgrade, downgrade.")
+def db() -> None:
+    """Database migrations.
+
+    Only the database is reached: migrating needs neither the broker nor the object store. The
+    embedded profile starts its own PostgreSQL for the run (and stops it after).
+    """
+
+
+@db.command(epilog=exit_codes())
+@click.argument("revision", default="head")
+def upgrade(revision: str) -> int:
+    """Apply migrations up to REVISION (default: head)."""
+    return _migrate("upgrade", revision)
+
+
+@db.command(epilog=exit_codes())
+@click.argument("revision")
+def downgrade(revision: str) -> int:
+    """Revert migrations down to REVISION (a revision id, -1 for one step, base for all)."""
+    return _migrate("downgrade", revision)
+
+
+def _migrate(direction: str, revision: str) -> int:
+    from alembic.util import CommandError
+
+    from craig.adapters.postgres import migrations
+
+    container = bootstrap()
+    if container.settings().profile is Profile.MEMORY:
+        raise Refused("the memory profile has no database to migrate")
+    step = migrations.upgrade if direction == "upgrade" else migrations.downgrade
+
+    async def main() -> int:
+        await start_database(container, schema="ignore")
+        try:
+            await asyncio.to_thread(step, container.database_url(), revision)
+        except CommandError as error:
+            raise Refused(f"cannot {direction} to {revision!r}: {error}") from None
+        finally:
+            await stop_database(container)
+        echo(f"database at revision {revision}")
+        return ExitCode.OK
+
+    return run(main())

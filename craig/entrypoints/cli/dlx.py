@@ -1,0 +1,97 @@
+"""``craig dlx``: the events whose handling failed for good, and their replay."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import TextIO
+
+import click
+
+from craig.entrypoints.bootstrap import bootstrap
+from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
+from craig.entrypoints.cli.progress import ProgressBar
+from craig.entrypoints.container import Container
+from craig.entrypoints.runtime import running
+from craig.ports.messaging import DeadLetterInfo
+
+
+@click.group(short_help="Dead-lettered events: list and replay.")
+def dlx() -> None:
+    """Dead-lettered events: deliveries that failed every retry, or could never succeed.
+
+    Each is kept with its consumer, queue, retry count and last error until an operator replays
+    it (after fixing the cause); `craig status` and the gauge craig_dlx_messages count them.
+    """
+
+
+@dlx.command("list", epilog=exit_codes())
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N", help="At most this many."
+)
+def list_(limit: int) -> int:
+    """List dead letters, oldest first, without removing them."""
+    container = bootstrap()
+
+    async def main() -> int:
+        async with running(container):
+            letters = await container.dead_letter_operations().peek(limit)
+        _print(f"{len(letters)} dead letters", letters)
+        return ExitCode.OK
+
+    return run(main())
+
+
+@dlx.command(epilog=exit_codes())
+@click.option(
+    "--id",
+    "ids",
+    multiple=True,
+    type=click.UUID,
+    metavar="EVENT_ID",
+    help="A dead letter's event id (repeat for more).",
+)
+@click.option("--all", "every", is_flag=True, help="Every dead letter (up to --limit).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N", help="At most this many."
+)
+def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
+    """Send dead letters back to their queue, in their original order, each with a fresh retry
+    budget. Give --id once or more, or --all.
+
+    Progress goes to stderr (a bar on a terminal, lines otherwise); the replayed letters are
+    listed on stdout. Safe to interrupt: a letter is removed only once it is back in its queue.
+    """
+    if ids and every:
+        raise click.UsageError("give --id EVENT_ID or --all, not both")
+    if not ids and not every:
+        raise click.UsageError("say which: --id EVENT_ID (once or more) or --all")
+    container = bootstrap()
+    return run(replay_dead_letters(container, None if every else list(ids), limit))
+
+
+async def replay_dead_letters(
+    container: Container, ids: Sequence[uuid.UUID] | None, limit: int, stderr: TextIO | None = None
+) -> int:
+    """The command: replay, with progress on ``stderr``; the replayed letters on stdout."""
+    bar = ProgressBar(stderr or sys.stderr)
+    try:
+        async with running(container):
+            letters = await container.dead_letter_operations().replay(
+                ids, limit, lambda done, total: bar.update("dead letters replayed", done, total)
+            )
+    finally:
+        bar.close()
+    _print(f"{len(letters)} replayed", letters)
+    return ExitCode.OK
+
+
+def _print(heading: str, letters: Sequence[DeadLetterInfo]) -> None:
+    echo(heading)
+    for letter in letters:
+        first = letter.first_failed_at.isoformat() if letter.first_failed_at else "-"
+        echo(
+            f"{letter.event_id}  {letter.event_type:<40} queue={letter.queue} retries={letter.retry_count} "
+            f"first_failed_at={first}\n    last_error: {letter.last_error}"
+        )
