@@ -1,7 +1,14 @@
 """The unit-of-work state machine shared by every database adapter.
 
-Blocks, savepoints, held commits and release are the same logic whether the transaction is
-a PostgreSQL one or the memory database's; subclasses supply only the primitive operations.
+Blocks, savepoints and the lazy start of the transaction are the same logic whether the
+transaction is a PostgreSQL one or the memory database's; subclasses supply only the primitive
+operations.
+
+The transaction begins when it is first needed (SQLAlchemy calls this *autobegin*): when a
+repository is first used, or when a nested block is entered. So a block opened around other
+work (the HTTP layer opens a request's transaction before the handler runs) costs no
+connection until something in it touches the database, and a unit of work of its own that the
+handler opens meanwhile (the first phase of an upload) never waits behind it.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
+import attrs
+
 from craig.ports.errors import PortError
 
 
@@ -18,15 +27,21 @@ class UnitOfWorkMisuse(PortError):
     """A programming error: a repository used outside a block, a commit with no block..."""
 
 
+@attrs.define
+class _Block:
+    #: The savepoint of a nested block; None for the outermost one (the transaction itself).
+    savepoint: Any
+    #: How many after-commit callbacks were registered before this block opened.
+    mark: int
+    committed: bool = False
+
+
 class TransactionalUnitOfWork(abc.ABC):
-    """Implements the block/savepoint/hold contract of :class:`craig.ports.unit_of_work.UnitOfWork`."""
+    """Implements :class:`craig.ports.unit_of_work.UnitOfWork` over the primitives below."""
 
     def __init__(self) -> None:
-        self._open = False  # a real transaction is open
-        self._hold = False  # the request owner holds commits
-        self._held = False  # a held commit is waiting for release()
-        # One entry per open block: [savepoint handle or None, committed?, callbacks mark]
-        self._blocks: list[list[Any]] = []
+        self._blocks: list[_Block] = []
+        self._begun = False  # the real transaction has started
         self._after_commit: list[Callable[[], object]] = []
 
     # --- primitives ---------------------------------------------------------------------
@@ -49,20 +64,20 @@ class TransactionalUnitOfWork(abc.ABC):
     async def _rollback_savepoint(self, savepoint: Any) -> None: ...
 
     # --- contract -------------------------------------------------------------------------
-    @property
-    def has_pending_commit(self) -> bool:
-        return self._held
-
-    def hold_commits(self) -> None:
-        self._hold = True
+    async def autobegin(self) -> None:
+        """Begin the transaction if it has not begun; the repositories' sessions call this."""
+        if not self._blocks:
+            raise UnitOfWorkMisuse("repository used outside an `async with uow:` block")
+        if not self._begun:
+            await self._begin()
+            self._begun = True
 
     async def __aenter__(self) -> Self:
-        if self._open:
-            self._blocks.append([await self._savepoint(), False, len(self._after_commit)])
+        if self._blocks:
+            await self.autobegin()
+            self._blocks.append(_Block(await self._savepoint(), len(self._after_commit)))
         else:
-            await self._begin()
-            self._open = True
-            self._blocks.append([None, False, len(self._after_commit)])
+            self._blocks.append(_Block(None, len(self._after_commit)))
         return self
 
     async def __aexit__(
@@ -71,52 +86,35 @@ class TransactionalUnitOfWork(abc.ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        savepoint, committed, mark = self._blocks.pop()
-        if committed:
+        block = self._blocks.pop()
+        if block.committed:
             return
-        del self._after_commit[mark:]  # what this block promised is void
-        if savepoint is not None:
-            await self._rollback_savepoint(savepoint)
-        elif self._open:
-            self._open = False
-            self._held = False
+        del self._after_commit[block.mark :]  # what this block promised is void
+        if block.savepoint is not None:
+            await self._rollback_savepoint(block.savepoint)
+        elif self._begun:
+            self._begun = False
             await self._rollback()
 
-    async def commit(self, *, immediately: bool = False) -> None:
+    async def commit(self) -> None:
         if not self._blocks:
             raise UnitOfWorkMisuse("commit() outside an `async with uow:` block")
         block = self._blocks[-1]
-        if block[1]:
+        if block.committed:
             raise UnitOfWorkMisuse("commit() called twice in one block")
-        outermost = len(self._blocks) == 1
-        if immediately and not outermost:
-            raise UnitOfWorkMisuse("commit(immediately=True) inside a nested block")
-        if block[0] is not None:
-            await self._release_savepoint(block[0])
-        block[1] = True
-        if immediately or (outermost and block[0] is None and not self._hold):
-            await self._end(commit=True)
-        elif outermost:
-            self._held = True
+        if block.savepoint is not None:
+            await self._release_savepoint(block.savepoint)
+            block.committed = True
+            return
+        block.committed = True
+        callbacks, self._after_commit = self._after_commit, []
+        if self._begun:
+            self._begun = False
+            await self._commit()
+        for callback in callbacks:
+            callback()
 
     def after_commit(self, callback: Callable[[], object]) -> None:
         if not self._blocks:
             raise UnitOfWorkMisuse("after_commit() outside an `async with uow:` block")
         self._after_commit.append(callback)
-
-    async def release(self, *, commit: bool) -> None:
-        if self._blocks:
-            raise UnitOfWorkMisuse("release() while a block is still open")
-        if self._open:
-            await self._end(commit=commit)
-
-    async def _end(self, *, commit: bool) -> None:
-        self._open = False
-        self._held = False
-        callbacks, self._after_commit = self._after_commit, []
-        if commit:
-            await self._commit()
-            for callback in callbacks:
-                callback()
-        else:
-            await self._rollback()

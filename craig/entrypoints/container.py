@@ -230,7 +230,7 @@ class Container(containers.DeclarativeContainer):
     get_contact = providers.Factory(GetContact)
     list_contacts = providers.Factory(ListContacts)
     upload_attachment = providers.Factory(
-        UploadAttachment, object_store=object_store, clock=clock, validation=upload_validation
+        UploadAttachment, uow_factory=uow.provider, object_store=object_store, clock=clock, validation=upload_validation
     )
     get_attachment = providers.Factory(GetAttachment)
     list_attachments = providers.Factory(ListAttachments)

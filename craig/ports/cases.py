@@ -75,3 +75,27 @@ class AttachmentRepository(ObjectRows, Protocol):
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         """The contact's attachments (every status), oldest first."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasCases(Protocol):
+    """A unit of work with ``cases`` (a :class:`CaseRepository` on its transaction)."""
+
+    @property
+    def cases(self) -> CaseRepository: ...
+
+
+class HasContacts(Protocol):
+    """A unit of work with ``contacts`` (a :class:`ContactRepository` on its transaction)."""
+
+    @property
+    def contacts(self) -> ContactRepository: ...
+
+
+class HasAttachments(Protocol):
+    """A unit of work with ``attachments`` (a :class:`AttachmentRepository` on its transaction)."""
+
+    @property
+    def attachments(self) -> AttachmentRepository: ...

@@ -294,3 +294,34 @@ class PartnerRateLimits(Protocol):
         ones carrying the wait until the next free slot. Nothing is taken unless the caller
         commits."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasPartners(Protocol):
+    """A unit of work with ``partners`` (a :class:`PartnerRepository` on its transaction)."""
+
+    @property
+    def partners(self) -> PartnerRepository: ...
+
+
+class HasExchangeTransactions(Protocol):
+    """A unit of work with ``exchange_transactions`` (a :class:`TransactionRepository` on its transaction)."""
+
+    @property
+    def exchange_transactions(self) -> TransactionRepository: ...
+
+
+class HasSendJobs(Protocol):
+    """A unit of work with ``send_jobs`` (a :class:`SendJobRepository` on its transaction)."""
+
+    @property
+    def send_jobs(self) -> SendJobRepository: ...
+
+
+class HasPartnerRateLimits(Protocol):
+    """A unit of work with ``partner_rate_limits`` (a :class:`PartnerRateLimits` on its transaction)."""
+
+    @property
+    def partner_rate_limits(self) -> PartnerRateLimits: ...

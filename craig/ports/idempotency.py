@@ -98,3 +98,13 @@ class IdempotencySlots(Protocol):
         when the transaction commits.
         """
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasIdempotencySlots(Protocol):
+    """A unit of work with ``idempotency`` (a :class:`IdempotencySlots` on its transaction)."""
+
+    @property
+    def idempotency(self) -> IdempotencySlots: ...

@@ -97,3 +97,13 @@ class InboxStore(Protocol):
         consumers are never touched; processed rows go through :meth:`purge_processed`. At most
         ``batch_size`` rows of each kind per call; returns how many were deleted."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasInbox(Protocol):
+    """A unit of work with ``inbox`` (a :class:`InboxRepository` on its transaction)."""
+
+    @property
+    def inbox(self) -> InboxRepository: ...

@@ -23,3 +23,13 @@ class ReferralRepository(Protocol):
     async def get(self, referral_id: UUID) -> Referral | None:
         """The referral, decrypted, or None."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasReferrals(Protocol):
+    """A unit of work with ``referrals`` (a :class:`ReferralRepository` on its transaction)."""
+
+    @property
+    def referrals(self) -> ReferralRepository: ...

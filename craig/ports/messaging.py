@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from uuid import UUID
 
 import attrs
 
 from craig.domain.events import EventEnvelope
-
-if TYPE_CHECKING:
-    from craig.ports.unit_of_work import UnitOfWork
+from craig.ports.unit_of_work import UnitOfWork
 
 #: A consumer's handler. It runs inside the inbox's unit of work: its database effects commit
 #: in the same transaction as the "processed" mark. It may run more than once for one event

@@ -106,3 +106,13 @@ class OutboxRelayStore(Protocol):
     async def purge_published(self, older_than: timedelta, batch_size: int) -> int: ...
 
     async def stats(self) -> OutboxStats: ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasOutbox(Protocol):
+    """A unit of work with ``outbox`` (a :class:`OutboxWriter` on its transaction)."""
+
+    @property
+    def outbox(self) -> OutboxWriter: ...

@@ -111,3 +111,20 @@ class PlacementRepository(Protocol):
     async def count_active_in(self, home_id: UUID) -> int:
         """Active placements in the home: what its occupancy must equal."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasFosterHomes(Protocol):
+    """A unit of work with ``foster_homes`` (a :class:`FosterHomeRepository` on its transaction)."""
+
+    @property
+    def foster_homes(self) -> FosterHomeRepository: ...
+
+
+class HasPlacements(Protocol):
+    """A unit of work with ``placements`` (a :class:`PlacementRepository` on its transaction)."""
+
+    @property
+    def placements(self) -> PlacementRepository: ...

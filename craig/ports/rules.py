@@ -50,3 +50,13 @@ class RuleSetRepository(Protocol):
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         """One summary per name (its latest version), ordered by name."""
         ...
+
+
+# --- what a unit of work offers, for the use cases that name it -------------------------
+
+
+class HasRuleSets(Protocol):
+    """A unit of work with ``rule_sets`` (a :class:`RuleSetRepository` on its transaction)."""
+
+    @property
+    def rule_sets(self) -> RuleSetRepository: ...

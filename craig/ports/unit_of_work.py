@@ -1,25 +1,16 @@
-"""The unit of work: one database transaction, and the repositories that act inside it."""
+"""The unit of work: one database transaction.
+
+This port is only the transaction. The repositories a unit of work offers on it are named by
+the ``Has...`` protocols beside each repository port (:class:`craig.ports.cases.HasCases`,
+:class:`craig.ports.outbox.HasOutbox`, ...); a use case's constructor names exactly the ones it
+uses, as a protocol that combines them with this one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self
-
-if TYPE_CHECKING:
-    from craig.ports.cases import AttachmentRepository, CaseRepository, ContactRepository
-    from craig.ports.exchange import (
-        PartnerRateLimits,
-        PartnerRepository,
-        SendJobRepository,
-        TransactionRepository,
-    )
-    from craig.ports.idempotency import IdempotencySlots
-    from craig.ports.inbox import InboxRepository
-    from craig.ports.intake import ReferralRepository
-    from craig.ports.outbox import OutboxWriter
-    from craig.ports.placements import FosterHomeRepository, PlacementRepository
-    from craig.ports.rules import RuleSetRepository
+from typing import Protocol, Self
 
 
 class UnitOfWork(Protocol):
@@ -27,38 +18,20 @@ class UnitOfWork(Protocol):
 
     Contract:
 
-    * ``async with uow:`` opens a block. The outermost block begins a transaction; a nested
-      block (or a block opened while a held commit is pending, see below) is a savepoint.
-    * ``await uow.commit()`` makes the block's writes part of the transaction's result.
-      Leaving a block without ``commit()`` rolls that block back, exception or not.
-    * The *owner* of a request (the HTTP idempotency layer) may call :meth:`hold_commits`.
-      From then on the outermost ``commit()`` does not COMMIT: the transaction stays open so
-      the owner can add its own writes (the stored idempotent response) and :meth:`release`
-      everything atomically. A use case never knows whether its commit is held.
-    * ``commit(immediately=True)`` commits for real even while commits are held. It is for
-      two-phase protocols whose first phase must be durable before an external side effect
-      (attachment upload, Phase 1).
-    * ``after_commit(callback)`` runs ``callback`` once the transaction has really committed
-      (after a held commit, at ``release(commit=True)``); it is dropped when the block that
-      registered it rolls back. For in-process effects that must not outlive a rollback
-      (a cache entry).
+    * ``async with uow:`` opens a block. The outermost block is the transaction; a nested block
+      is a savepoint inside it. The transaction begins when it is first needed (a repository's
+      first use, or a nested block), so opening a block costs nothing until then.
+    * ``await uow.commit()`` makes the block's writes part of the transaction's result; for the
+      outermost block that is the COMMIT. Leaving a block without ``commit()`` rolls that block
+      back, exception or not.
+    * Whoever must hold a transaction open around a use case (the HTTP idempotency layer, which
+      stores the response in the same transaction) opens the outermost block itself; the use
+      case's block nests inside it and never learns of it.
+    * ``after_commit(callback)`` runs ``callback`` once the transaction has really committed; it
+      is dropped when the block that registered it rolls back. For in-process effects that must
+      not outlive a rollback (a cache entry).
     * Repositories may only be used inside a block. Errors are :mod:`craig.ports.errors`.
     """
-
-    outbox: OutboxWriter
-    inbox: InboxRepository
-    idempotency: IdempotencySlots
-    cases: CaseRepository
-    contacts: ContactRepository
-    attachments: AttachmentRepository
-    foster_homes: FosterHomeRepository
-    placements: PlacementRepository
-    partners: PartnerRepository
-    exchange_transactions: TransactionRepository
-    send_jobs: SendJobRepository
-    partner_rate_limits: PartnerRateLimits
-    referrals: ReferralRepository
-    rule_sets: RuleSetRepository
 
     async def __aenter__(self) -> Self: ...
 
@@ -69,20 +42,9 @@ class UnitOfWork(Protocol):
         tb: TracebackType | None,
     ) -> None: ...
 
-    async def commit(self, *, immediately: bool = False) -> None: ...
-
-    def hold_commits(self) -> None: ...
+    async def commit(self) -> None: ...
 
     def after_commit(self, callback: Callable[[], object]) -> None: ...
-
-    async def release(self, *, commit: bool) -> None:
-        """End a held transaction: COMMIT it (``commit=True``) or roll it back. Idempotent."""
-        ...
-
-    @property
-    def has_pending_commit(self) -> bool:
-        """True when a held commit is waiting for :meth:`release`."""
-        ...
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]

@@ -1,14 +1,15 @@
 """Use cases: the two-phase attachment upload, reads and downloads.
 
-Phase 1 commits the ``pending`` row and ``cases.contact_attachment_uploaded`` *immediately*
-(``commit(immediately=True)``), even when the idempotency layer holds commits: the row must be
-durable before the blob exists, so a blob never exists without a row that the scanner can
-reconcile. Phase 2 puts the blob, then marks the row ``present`` in a normal (possibly held)
-commit. When the put fails, however it fails (a port error, any other exception, even a
-cancellation), ONE compensating transaction deletes the pending row and stages
-``cases.contact_attachment_upload_failed``; it runs to its end even if the request is cancelled
-meanwhile. The error then propagates: ``ObjectStoreUnavailable`` answers 503 and the client
-retries with the same Idempotency-Key; anything else answers a 500 problem. Only a crash
+Phase 1 commits the ``pending`` row and ``cases.contact_attachment_uploaded`` in a unit of work
+of its own, taken from a factory: the row must be durable before the blob exists, whatever
+transaction the request itself runs in (the idempotency layer holds the request's transaction
+open until the response is stored), so a blob never exists without a row that the scanner can
+reconcile. Phase 2 puts the blob, then marks the row ``present`` in the request's unit of work.
+When the put fails, however it fails (a port error, any other exception, even a cancellation),
+ONE compensating transaction (again a unit of work of its own) deletes the pending row and
+stages ``cases.contact_attachment_upload_failed``; it runs to its end even if the request is
+cancelled meanwhile. The error then propagates: ``ObjectStoreUnavailable`` answers 503 and the
+client retries with the same Idempotency-Key; anything else answers a 500 problem. Only a crash
 between the phases (or a failed compensation) leaves a ``pending`` row; the attachment scanner
 settles it.
 """
@@ -16,7 +17,9 @@ settles it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -34,9 +37,11 @@ from craig.domain.constants import ATTACHMENT_DOWNLOAD_CHUNK_BYTES
 from craig.domain.errors import Conflict, NotFound
 from craig.domain.events import EventEnvelope
 from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.ports.clock import Clock
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreUnavailable, PortError
 from craig.ports.object_store import Download, ObjectStore
+from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.cases import EVENT_SOURCE
 from craig.usecases.contacts import visible_contact
@@ -47,6 +52,18 @@ log = structlog.get_logger(__name__)
 
 UPLOADED = "cases.contact_attachment_uploaded"
 UPLOAD_FAILED = "cases.contact_attachment_upload_failed"
+
+
+class UploadAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, HasOutbox, Protocol):
+    """The unit of work :class:`UploadAttachment` uses."""
+
+
+class GetAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`GetAttachment` uses."""
+
+
+class ListAttachmentsWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`ListAttachments` uses."""
 
 
 def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now: datetime) -> EventEnvelope:
@@ -90,8 +107,18 @@ class UploadAttachment:
     returned as it is).
     """
 
-    def __init__(self, uow: UnitOfWork, object_store: ObjectStore, clock: Clock, validation: UploadValidation) -> None:
+    def __init__(
+        self,
+        uow: UploadAttachmentWork,
+        uow_factory: Callable[[], UploadAttachmentWork],
+        object_store: ObjectStore,
+        clock: Clock,
+        validation: UploadValidation,
+    ) -> None:
+        #: The request's unit of work (phase 2), and where phase 1 and the compensation get
+        #: units of work of their own.
         self.uow = uow
+        self.uow_factory = uow_factory
         self.object_store = object_store
         self.clock = clock
         self.validation = validation
@@ -122,14 +149,14 @@ class UploadAttachment:
             worker_name=principal.name,
             now=now,
         )
-        async with self.uow:  # Phase 1
-            await visible_contact(self.uow, principal, case_id, contact_id)
+        async with self.uow_factory() as phase1:
+            await visible_contact(phase1, principal, case_id, contact_id)
             # Only a retry (an id derived from the Idempotency-Key) can find an earlier attempt.
-            earlier = await self.uow.attachments.get(contact_id, draft.id) if attachment_id is not None else None
+            earlier = await phase1.attachments.get(contact_id, draft.id) if attachment_id is not None else None
             if earlier is None:
-                attachment = await self.uow.attachments.add(draft)
-                await stage_event(self.uow, _uploaded_event(attachment, case_id, now))
-                await self.uow.commit(immediately=True)
+                attachment = await phase1.attachments.add(draft)
+                await stage_event(phase1, _uploaded_event(attachment, case_id, now))
+                await phase1.commit()
         if earlier is not None:
             if earlier.object_status is not ObjectStatus.PENDING:
                 return _settled(earlier)
@@ -155,7 +182,7 @@ class UploadAttachment:
 
     async def _compensate_to_the_end(self, attachment: Attachment, error: BaseException) -> bool:
         """Run the compensation to its end even if this task is cancelled meanwhile (it shares
-        the request's unit of work, which the caller releases after us). True if cancelled."""
+        another unit of work than the request's). True if cancelled."""
         compensation = asyncio.ensure_future(self._compensate(attachment, error))
         cancelled = False
         while True:
@@ -174,12 +201,14 @@ class UploadAttachment:
             error=f"{type(error).__name__}: {error}",
         )
         try:
-            async with self.uow:
-                if await self.uow.attachments.delete_pending(attachment.id):
-                    reason = str(error) or type(error).__name__
+            async with self.uow_factory() as uow:
+                if await uow.attachments.delete_pending(attachment.id):
+                    # Events are not encrypted: only Craig's own wording of a port failure, or
+                    # the exception's type, never the text of an arbitrary exception.
+                    reason = (str(error) if isinstance(error, PortError) else "") or type(error).__name__
                     event = upload_failed_event(attachment.id, attachment.contact_id, reason, self.clock.now())
-                    await stage_event(self.uow, event)
-                await self.uow.commit(immediately=True)
+                    await stage_event(uow, event)
+                await uow.commit()
         except Exception as compensation_error:
             # The row stays pending; the scanner deletes it (HEAD 404) after the grace period.
             log.error(
@@ -213,7 +242,7 @@ def _settled(attachment: Attachment) -> Attachment:
 
 
 class GetAttachment:
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetAttachmentWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID) -> Attachment:
@@ -228,7 +257,7 @@ class GetAttachment:
 class ListAttachments:
     """A contact's attachments, every status, oldest first."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListAttachmentsWork) -> None:
         self.uow = uow
 
     async def __call__(
@@ -243,7 +272,7 @@ class OpenAttachment:
     """The attachment and its blob as a stream. ``NotFound`` unless it is ``present`` and its
     blob exists. The database is not held while the blob streams."""
 
-    def __init__(self, uow: UnitOfWork, object_store: ObjectStore) -> None:
+    def __init__(self, uow: GetAttachmentWork, object_store: ObjectStore) -> None:
         self.uow = uow
         self.object_store = object_store
 

@@ -7,6 +7,7 @@ is held by the idempotency layer is not its concern.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -15,7 +16,9 @@ from craig.domain.access import Principal, Role
 from craig.domain.cases import Case, can_see, new_case
 from craig.domain.errors import NotFound
 from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import new_event, stage_event
 from craig.usecases.ids import new_id
@@ -23,7 +26,23 @@ from craig.usecases.ids import new_id
 EVENT_SOURCE = "craig-cases"
 
 
-async def visible_case(uow: UnitOfWork, principal: Principal, case_id: UUID) -> Case:
+class OpenCaseWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+    """The unit of work :class:`OpenCase` uses."""
+
+
+class GetCaseWork(UnitOfWork, HasCases, Protocol):
+    """The unit of work :class:`GetCase` uses."""
+
+
+class ListCasesWork(UnitOfWork, HasCases, Protocol):
+    """The unit of work :class:`ListCases` uses."""
+
+
+class AssignWorkerWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+    """The unit of work :class:`AssignWorker` uses."""
+
+
+async def visible_case(uow: HasCases, principal: Principal, case_id: UUID) -> Case:
     """The case, inside the caller's block; :class:`NotFound` when it does not exist or the
     principal may not see it (404, never 403: another worker's case must not leak)."""
     case = await uow.cases.get(case_id)
@@ -35,7 +54,7 @@ async def visible_case(uow: UnitOfWork, principal: Principal, case_id: UUID) -> 
 class OpenCase:
     """Create a case owned by the principal and stage ``cases.case_opened``."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: OpenCaseWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
@@ -71,7 +90,7 @@ class OpenCase:
 class GetCase:
     """One case the principal may see."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetCaseWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID) -> Case:
@@ -82,7 +101,7 @@ class GetCase:
 class ListCases:
     """The cases the principal may see, newest first, one page."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListCasesWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, page: PageRequest) -> Page[Case]:
@@ -97,7 +116,7 @@ class AssignWorker:
     Raises ``Forbidden`` for other roles (before looking the case up) and ``NotFound``.
     """
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: AssignWorkerWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 

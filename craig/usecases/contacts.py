@@ -7,20 +7,39 @@ never carry it (the outbox is not encrypted).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.contacts import Contact, new_contact
 from craig.domain.errors import NotFound
 from craig.domain.pages import Page, PageRequest
+from craig.ports.cases import HasCases, HasContacts
 from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.cases import EVENT_SOURCE, visible_case
 from craig.usecases.events import new_event, stage_event
 from craig.usecases.ids import new_id
 
 
-async def visible_contact(uow: UnitOfWork, principal: Principal, case_id: UUID, contact_id: UUID) -> Contact:
+class _VisibleContactWork(HasCases, HasContacts, Protocol):
+    """What :func:`visible_contact` uses."""
+
+
+class RecordContactWork(UnitOfWork, HasCases, HasContacts, HasOutbox, Protocol):
+    """The unit of work :class:`RecordContact` uses."""
+
+
+class GetContactWork(UnitOfWork, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`GetContact` uses."""
+
+
+class ListContactsWork(UnitOfWork, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`ListContacts` uses."""
+
+
+async def visible_contact(uow: _VisibleContactWork, principal: Principal, case_id: UUID, contact_id: UUID) -> Contact:
     """The contact of a case the principal may see, inside the caller's block, or ``NotFound``."""
     await visible_case(uow, principal, case_id)
     contact = await uow.contacts.get(case_id, contact_id)
@@ -32,7 +51,7 @@ async def visible_contact(uow: UnitOfWork, principal: Principal, case_id: UUID, 
 class RecordContact:
     """Record a contact on a visible case and stage ``cases.contact_recorded``."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: RecordContactWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
@@ -73,7 +92,7 @@ class RecordContact:
 
 
 class GetContact:
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetContactWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, contact_id: UUID) -> Contact:
@@ -84,7 +103,7 @@ class GetContact:
 class ListContacts:
     """A visible case's contacts, most recent first."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListContactsWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, page: PageRequest) -> Page[Contact]:

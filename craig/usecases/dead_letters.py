@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 from uuid import UUID
 
+from craig.ports.inbox import HasInbox
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-from craig.ports.unit_of_work import UnitOfWorkFactory
+from craig.ports.unit_of_work import UnitOfWork
+
+
+class DeadLetterOperationsWork(UnitOfWork, HasInbox, Protocol):
+    """The unit of work :class:`DeadLetterOperations` uses."""
 
 
 class DeadLetterOperations:
-    def __init__(self, dead_letters: DeadLetterQueue, uow_factory: UnitOfWorkFactory) -> None:
+    def __init__(self, dead_letters: DeadLetterQueue, uow_factory: Callable[[], DeadLetterOperationsWork]) -> None:
         self.dead_letters = dead_letters
         self.uow_factory = uow_factory
 

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from craig.domain.events import EventEnvelope
-from craig.ports.unit_of_work import UnitOfWork
+from craig.ports.outbox import HasOutbox
 from craig.usecases.ids import new_id
 
 
@@ -36,11 +36,11 @@ def new_event(
     )
 
 
-async def stage_event(uow: UnitOfWork, envelope: EventEnvelope) -> None:
+async def stage_event(uow: HasOutbox, envelope: EventEnvelope) -> None:
     """Insert the event in the caller's transaction: nothing is published unless it commits."""
     await uow.outbox.stage(envelope)
 
 
-async def stage_events(uow: UnitOfWork, envelopes: Sequence[EventEnvelope]) -> None:
+async def stage_events(uow: HasOutbox, envelopes: Sequence[EventEnvelope]) -> None:
     """Several events in one statement, in this order; same guarantee as :func:`stage_event`."""
     await uow.outbox.stage_many(envelopes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import attrs
@@ -27,9 +27,37 @@ from craig.domain.exchange_transactions import (
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner, PartnerNameTaken, new_partner
 from craig.ports.clock import Clock
-from craig.ports.exchange import SendJobStats
+from craig.ports.exchange import HasExchangeTransactions, HasPartners, HasSendJobs, SendJobStats
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.ids import new_id
+
+
+class RegisterPartnerWork(UnitOfWork, HasPartners, Protocol):
+    """The unit of work :class:`RegisterPartner` uses."""
+
+
+class ListPartnersWork(UnitOfWork, HasPartners, Protocol):
+    """The unit of work :class:`ListPartners` uses."""
+
+
+class StartTransactionWork(UnitOfWork, HasExchangeTransactions, HasPartners, HasSendJobs, Protocol):
+    """The unit of work :class:`StartTransaction` uses."""
+
+
+class GetTransactionWork(UnitOfWork, HasExchangeTransactions, HasSendJobs, Protocol):
+    """The unit of work :class:`GetTransaction` uses."""
+
+
+class RetrySendJobWork(UnitOfWork, HasSendJobs, Protocol):
+    """The unit of work :class:`RetrySendJob` uses."""
+
+
+class SendJobBacklogWork(UnitOfWork, HasSendJobs, Protocol):
+    """The unit of work :class:`SendJobBacklog` uses."""
+
+
+class PurgeDeliveredTransactionsWork(UnitOfWork, HasExchangeTransactions, Protocol):
+    """The unit of work :class:`PurgeDeliveredTransactions` uses."""
 
 
 @attrs.frozen(kw_only=True)
@@ -48,7 +76,7 @@ class RegisterPartner:
     """Admins register a partner agency; its ``client_secret`` is stored encrypted.
     409 ``partner-name-taken`` when the name is in use."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: RegisterPartnerWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
@@ -65,7 +93,7 @@ class RegisterPartner:
 class ListPartners:
     """Partners by name, one page with the exact total. Every authenticated principal may list."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListPartnersWork) -> None:
         self.uow = uow
 
     async def __call__(self, page: PageRequest) -> Page[Partner]:
@@ -84,7 +112,7 @@ class StartTransaction:
     either all of them will be delivered or none was accepted. 422 ``unknown-partners`` names
     ids that match no partner."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: StartTransactionWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
@@ -116,7 +144,7 @@ class GetTransaction:
     """A transaction with every job's status, attempts, last error and next attempt. Its creator,
     supervisors and admins may read it; anyone else gets 404."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetTransactionWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, transaction_id: UUID) -> TransactionView:
@@ -132,7 +160,7 @@ class RetrySendJob:
     """Supervisors (and admins) put a ``failed`` job back in the queue, due now, with a fresh
     attempt budget. 404 for an unknown job; 409 ``invalid-job-transition`` unless it is failed."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: RetrySendJobWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, job_id: UUID) -> SendJob:
@@ -151,7 +179,7 @@ class RetrySendJob:
 class SendJobBacklog:
     """Jobs by status and when the oldest due job became due (database clock), for operators."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: SendJobBacklogWork) -> None:
         self.uow = uow
 
     async def __call__(self) -> SendJobStats:
@@ -165,7 +193,7 @@ class PurgeDeliveredTransactions:
     (oldest first), in its own short transaction. Anything not delivered (pending, in flight, failed) is kept, and
     so is the rest of its transaction."""
 
-    def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:
+    def __init__(self, uow_factory: Callable[[], PurgeDeliveredTransactionsWork]) -> None:
         self.uow_factory = uow_factory
 
     async def __call__(self, older_than: timedelta, batch_size: int) -> int:

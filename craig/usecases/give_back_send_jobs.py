@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Protocol
 
 from craig.domain.exchange import SendJob
+from craig.ports.exchange import HasSendJobs
 from craig.ports.unit_of_work import UnitOfWork
+
+
+class GiveBackSendJobsWork(UnitOfWork, HasSendJobs, Protocol):
+    """The unit of work :class:`GiveBackSendJobs` uses."""
 
 
 class GiveBackSendJobs:
@@ -15,7 +21,7 @@ class GiveBackSendJobs:
     its claim's lease token. Returns how many went back; the others had lost their claim and
     are left to their new owner."""
 
-    def __init__(self, uow_factory: Callable[[], UnitOfWork]) -> None:
+    def __init__(self, uow_factory: Callable[[], GiveBackSendJobsWork]) -> None:
         self._uow = uow_factory
 
     async def __call__(self, jobs: Sequence[SendJob], wait: timedelta) -> int:

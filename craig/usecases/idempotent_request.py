@@ -4,7 +4,8 @@ The HTTP layer translates; every decision is made here and in :mod:`craig.domain
 
 1. :meth:`IdempotentRequests.begin` claims the slot, or replays, or reports a body mismatch,
    or waits for the winner (woken by LISTEN/NOTIFY, polling as a fallback) up to the ceiling.
-2. The handler runs on a unit of work whose commits are *held*, inside
+2. The handler runs inside the request's transaction (the outermost block of a unit of work
+   that the HTTP layer opens; the use cases' blocks nest in it as savepoints), inside
    :meth:`IdempotentRequests.keep_claim`: the winner extends its claim every third of the claim
    TTL (fenced by its token) until it has finalized, so a live handler slower than the TTL is
    never run a second time; only the claim of an owner that died (and stopped extending) runs
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
+from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -32,13 +34,17 @@ from craig.domain.constants import IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL
 from craig.domain.fingerprint import cache_key, fingerprint, validate_key
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, StoredResponse
 from craig.ports.errors import PortError
-from craig.ports.idempotency import Claimed, ClaimOutcome, Existing, IdempotencyStore
+from craig.ports.idempotency import Claimed, ClaimOutcome, Existing, HasIdempotencySlots, IdempotencyStore
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.ids import new_id
 
 log = structlog.get_logger(__name__)
 
 __all__ = ["Busy", "ClaimLost", "IdempotentRequests", "Mismatch", "Proceed", "Replay", "validate_key"]
+
+
+class IdempotentRequestsWork(UnitOfWork, HasIdempotencySlots, Protocol):
+    """The unit of work :class:`IdempotentRequests` uses."""
 
 
 @attrs.frozen
@@ -155,28 +161,29 @@ class IdempotentRequests:
                 log.warning("idempotency claim could not be extended", cache_key=slot.cache_key, error=str(error))
 
     async def complete(
-        self, slot: Slot, uow: UnitOfWork, status_code: int, headers: Iterable[tuple[str, str]], body: bytes
-    ) -> None:
-        """Finalize after the handler answered. Raises ``ClaimLost`` (effects rolled back) or a
-        ``PortError`` (effects rolled back, slot marked failed when possible)."""
+        self,
+        slot: Slot,
+        uow: IdempotentRequestsWork,
+        status_code: int,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+    ) -> bool:
+        """Finalize after the handler answered, inside the request's transaction (``uow``'s
+        outermost block, which the caller opened before the handler ran).
+
+        A final answer is stored in that transaction and the transaction is committed: the
+        handler's effects and the stored response become durable together. Returns False,
+        committing nothing, when the answer is not final (a 5xx, or one with ``Retry-After``):
+        the caller's block then rolls the effects back and the caller marks the slot failed
+        (:meth:`fail`) once it is closed. Raises ``ClaimLost`` or a ``PortError``, nothing
+        committed."""
         headers = list(headers)
         if not model.is_final(status_code, headers):
-            await uow.release(commit=False)
-            await self.fail(slot, f"handler answered {status_code} (not final)")
-            return
+            return False
         response = model.storable_response(status_code, headers, body, self.policy.max_body_bytes)
-        try:
-            async with uow:
-                await uow.idempotency.finalize_succeeded(slot.cache_key, slot.claim_token, response)
-                await uow.commit()
-            await uow.release(commit=True)
-        except ClaimLost:
-            await uow.release(commit=False)
-            raise
-        except PortError as error:
-            await uow.release(commit=False)
-            await self.fail(slot, f"finalize failed: {error}")
-            raise
+        await uow.idempotency.finalize_succeeded(slot.cache_key, slot.claim_token, response)
+        await uow.commit()
+        return True
 
     async def fail(self, slot: Slot, detail: str) -> None:
         """Best effort: mark the claim failed so a retry need not wait for the claim TTL."""

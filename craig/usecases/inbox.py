@@ -17,14 +17,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 
 from craig.domain.events import EventEnvelope
 from craig.domain.inbox import DeadLetter, RetryLater, RetryPolicy, after_failure
-from craig.ports.inbox import InboxRecord
+from craig.ports.inbox import HasInbox, InboxRecord
 from craig.ports.messaging import EventHandler, NonRetryable
 from craig.ports.unit_of_work import UnitOfWork
+
+
+class InboxWork(UnitOfWork, HasInbox, Protocol):
+    """The unit of work :func:`handle_idempotently` runs a handler in."""
+
 
 MAX_ERROR_LENGTH = 2000
 
@@ -65,7 +71,7 @@ def describe(error: BaseException) -> str:
 
 
 async def handle_idempotently(
-    uow: UnitOfWork,
+    uow: InboxWork,
     envelope: EventEnvelope,
     handler: EventHandler,
     consumer: str,

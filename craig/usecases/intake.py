@@ -16,6 +16,7 @@ In order, so the cheap refusals come first and no transaction waits on a third p
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Protocol
 
 import attrs
 
@@ -27,7 +28,10 @@ from craig.domain.rate_limit import client_bucket
 from craig.domain.rules import Evaluation
 from craig.ports.captcha import CaptchaVerifier
 from craig.ports.clock import Clock
+from craig.ports.intake import HasReferrals
+from craig.ports.outbox import HasOutbox
 from craig.ports.rate_limit import RateLimiter
+from craig.ports.rules import HasRuleSets
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import new_event, stage_event
 from craig.usecases.ids import new_id
@@ -36,6 +40,10 @@ from craig.usecases.rules import current_rule_set
 
 SOURCE = "craig-intake"
 REFERRAL_RECEIVED = "intake.referral_received"
+
+
+class SubmitReferralWork(UnitOfWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
+    """The unit of work :class:`SubmitReferral` uses."""
 
 
 class RateLimited(DomainError):
@@ -99,7 +107,7 @@ class SubmitReferral:
     by :class:`AdmitIntakeClient`)."""
 
     def __init__(
-        self, uow: UnitOfWork, captcha: CaptchaVerifier, cache: RuleSetCache, clock: Clock, policy: IntakePolicy
+        self, uow: SubmitReferralWork, captcha: CaptchaVerifier, cache: RuleSetCache, clock: Clock, policy: IntakePolicy
     ) -> None:
         self.uow = uow
         self.captcha = captcha

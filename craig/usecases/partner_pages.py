@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 import attrs
@@ -22,11 +22,30 @@ from craig.domain.errors import NotFound
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord, parse_page, parse_record
 from craig.domain.partners import Partner
-from craig.ports.exchange import PartnerGateway, PartnerRateLimited, UpstreamDeserializeError, UpstreamError
+from craig.ports.exchange import (
+    HasPartnerRateLimits,
+    HasPartners,
+    PartnerGateway,
+    PartnerRateLimited,
+    UpstreamDeserializeError,
+    UpstreamError,
+)
 from craig.ports.unit_of_work import UnitOfWork
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
+
+
+class PartnerApiWork(UnitOfWork, HasPartnerRateLimits, Protocol):
+    """The unit of work :class:`PartnerApi` uses."""
+
+
+class ReadPartnerRecordsWork(UnitOfWork, HasPartners, HasPartnerRateLimits, Protocol):
+    """The unit of work :class:`ReadPartnerRecords` uses."""
+
+
+class ShowPartnerWork(UnitOfWork, HasPartners, HasPartnerRateLimits, Protocol):
+    """The unit of work :class:`ShowPartner` uses."""
 
 
 @attrs.frozen
@@ -34,7 +53,7 @@ class PartnerApi:
     """The gateway, and the unit of work whose short transactions take rate-limit slots."""
 
     gateway: PartnerGateway
-    uow: UnitOfWork
+    uow: PartnerApiWork
 
     async def pace(self, partner: Partner) -> None:
         async with self.uow:  # never open around the HTTP call: only around the reservation
@@ -70,7 +89,7 @@ async def fetch_page_or_empty(
         return Page.empty(page), [f"{partner.name} {path}: {error}"]
 
 
-async def _partner(uow: UnitOfWork, partner_id: UUID) -> Partner:
+async def _partner(uow: ReadPartnerRecordsWork, partner_id: UUID) -> Partner:
     async with uow:  # a short read; the partner is called after the transaction ends
         partner = await uow.partners.get(partner_id)
     if partner is None:
@@ -81,7 +100,7 @@ async def _partner(uow: UnitOfWork, partner_id: UUID) -> Partner:
 class ReadPartnerRecords:
     """One page of the partner's records, through ``fetch_page`` (502 when the partner fails)."""
 
-    def __init__(self, uow: UnitOfWork, gateway: PartnerGateway) -> None:
+    def __init__(self, uow: ReadPartnerRecordsWork, gateway: PartnerGateway) -> None:
         self.uow = uow
         self.api = PartnerApi(gateway, uow)
 
@@ -101,7 +120,7 @@ class ShowPartner:
     """A partner with a preview of its records through ``fetch_page_or_empty``: when the partner
     is down the partner is still shown, with an empty preview and ``degraded`` saying why."""
 
-    def __init__(self, uow: UnitOfWork, gateway: PartnerGateway) -> None:
+    def __init__(self, uow: ShowPartnerWork, gateway: PartnerGateway) -> None:
         self.uow = uow
         self.api = PartnerApi(gateway, uow)
 

@@ -13,6 +13,7 @@ idempotency layer; these use cases never know.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 import structlog
@@ -40,9 +41,11 @@ from craig.domain.placements import (
     UnknownPlacement,
     new_foster_home,
 )
+from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.errors import ConstraintViolation, TransientConflict
-from craig.ports.placements import ONE_ACTIVE_PLACEMENT_PER_CASE
+from craig.ports.outbox import HasOutbox
+from craig.ports.placements import ONE_ACTIVE_PLACEMENT_PER_CASE, HasFosterHomes, HasPlacements
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import new_event, stage_events
 from craig.usecases.ids import new_id
@@ -53,7 +56,35 @@ log = structlog.get_logger(__name__)
 EVENT_SOURCE = "craig-placements"
 
 
-async def _stage(uow: UnitOfWork, events: tuple[PlacementEvent, ...], now: datetime) -> None:
+class _WriteWork(HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+    """What :func:`_write` uses."""
+
+
+class CreateFosterHomeWork(UnitOfWork, HasFosterHomes, HasOutbox, Protocol):
+    """The unit of work :class:`CreateFosterHome` uses."""
+
+
+class GetFosterHomeWork(UnitOfWork, HasFosterHomes, Protocol):
+    """The unit of work :class:`GetFosterHome` uses."""
+
+
+class ListFosterHomesWork(UnitOfWork, HasFosterHomes, Protocol):
+    """The unit of work :class:`ListFosterHomes` uses."""
+
+
+class CreatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+    """The unit of work :class:`CreatePlacement` uses."""
+
+
+class GetPlacementWork(UnitOfWork, HasCases, HasPlacements, Protocol):
+    """The unit of work :class:`GetPlacement` uses."""
+
+
+class UpdatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+    """The unit of work :class:`UpdatePlacement` uses."""
+
+
+async def _stage(uow: HasOutbox, events: tuple[PlacementEvent, ...], now: datetime) -> None:
     envelopes = [
         new_event(
             source=EVENT_SOURCE,
@@ -68,7 +99,7 @@ async def _stage(uow: UnitOfWork, events: tuple[PlacementEvent, ...], now: datet
     await stage_events(uow, envelopes)
 
 
-async def _write(uow: UnitOfWork, decision: PlacementDecision, *, new: bool, now: datetime) -> None:
+async def _write(uow: _WriteWork, decision: PlacementDecision, *, new: bool, now: datetime) -> None:
     """Steps 3-5 of that order: the placement, then occupancy, then the events."""
     placement = decision.placement
     try:
@@ -92,7 +123,7 @@ def _log_retry(failures: int, error: TransientConflict) -> None:
 class CreateFosterHome:
     """Register a home (supervisors and admins; 403 otherwise). Stages ``foster_home_created``."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock) -> None:
+    def __init__(self, uow: CreateFosterHomeWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
@@ -110,7 +141,7 @@ class CreateFosterHome:
 class GetFosterHome:
     """One home, or :class:`NotFound` (404). Every authenticated principal may read homes."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetFosterHomeWork) -> None:
         self.uow = uow
 
     async def __call__(self, home_id: UUID) -> FosterHome:
@@ -124,7 +155,7 @@ class GetFosterHome:
 class ListFosterHomes:
     """Homes by name, one page with the exact total."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListFosterHomesWork) -> None:
         self.uow = uow
 
     async def __call__(self, page: PageRequest) -> Page[FosterHome]:
@@ -132,7 +163,7 @@ class ListFosterHomes:
             return await self.uow.foster_homes.list_by_name(page)
 
 
-async def _visible_case(uow: UnitOfWork, principal: Principal, case_id: UUID, missing: NotFound) -> None:
+async def _visible_case(uow: HasCases, principal: Principal, case_id: UUID, missing: NotFound) -> None:
     case = await uow.cases.get(case_id)
     if case is None or not can_see(case, principal):
         raise missing
@@ -147,7 +178,7 @@ class CreatePlacement:
     first lock taken. A planned placement takes no place and locks nothing. Stages
     ``placement_created`` (and ``placement_activated``)."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, uow: CreatePlacementWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
         self.uow = uow
         self.clock = clock
         self.retry = retry or RetryPolicy()
@@ -175,7 +206,7 @@ class CreatePlacement:
 class GetPlacement:
     """One placement of a case the principal can see, else :class:`NotFound` (404)."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetPlacementWork) -> None:
         self.uow = uow
 
     async def __call__(self, principal: Principal, placement_id: UUID) -> Placement:
@@ -195,7 +226,7 @@ class UpdatePlacement:
     refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
     a closed placement. A patch that changes nothing answers the placement unchanged."""
 
-    def __init__(self, uow: UnitOfWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
         self.uow = uow
         self.clock = clock
         self.retry = retry or RetryPolicy()

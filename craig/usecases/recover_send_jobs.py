@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import structlog
 
 from craig.domain.exchange import EXCHANGE_SEND_FAILED, AttemptDecision, JobStatus, SendJob
 from craig.ports.clock import Clock
+from craig.ports.exchange import HasSendJobs
+from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import stage_event
 from craig.usecases.send_policy import SendPolicy, outcome_event
 
 log = structlog.get_logger(__name__)
+
+
+class RecoverExpiredSendJobsWork(UnitOfWork, HasOutbox, HasSendJobs, Protocol):
+    """The unit of work :class:`RecoverExpiredSendJobs` uses."""
 
 
 class RecoverExpiredSendJobs:
@@ -21,7 +28,9 @@ class RecoverExpiredSendJobs:
     (:meth:`~craig.ports.exchange.SendJobRepository.recover_expired`); each failed one has its
     ``exchange.send_failed`` staged with it. Returns the jobs as changed."""
 
-    def __init__(self, uow_factory: Callable[[], UnitOfWork], clock: Clock, policy: SendPolicy | None = None) -> None:
+    def __init__(
+        self, uow_factory: Callable[[], RecoverExpiredSendJobsWork], clock: Clock, policy: SendPolicy | None = None
+    ) -> None:
         self._uow = uow_factory
         self._clock = clock
         self.policy = policy or SendPolicy()

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Protocol
 
 from craig.domain.partners import Partner
-from craig.ports.exchange import PartnerRateLimited
+from craig.ports.exchange import HasPartnerRateLimits, PartnerRateLimited
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.send_policy import SendPolicy
+
+
+class ReserveSendSlotWork(UnitOfWork, HasPartnerRateLimits, Protocol):
+    """The unit of work :class:`ReserveSendSlot` uses."""
 
 
 class ReserveSendSlot:
@@ -21,7 +26,7 @@ class ReserveSendSlot:
     return how long until it starts. Raises :class:`PartnerRateLimited` (``retry_after``: the
     wait for the next free slot) when there is none that soon: nothing is then taken."""
 
-    def __init__(self, uow_factory: Callable[[], UnitOfWork], policy: SendPolicy | None = None) -> None:
+    def __init__(self, uow_factory: Callable[[], ReserveSendSlotWork], policy: SendPolicy | None = None) -> None:
         self._uow = uow_factory
         self.policy = policy or SendPolicy()
 

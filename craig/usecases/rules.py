@@ -9,7 +9,7 @@ an instance ignores its own event, its cache being current already.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from craig.domain.access import Principal, Role
 from craig.domain.errors import NotFound
@@ -18,7 +18,8 @@ from craig.domain.pages import Page, PageRequest
 from craig.domain.rule_documents import parse_rules, validate_name
 from craig.domain.rules import Evaluation, RuleSet
 from craig.ports.clock import Clock
-from craig.ports.rules import RuleSetSummary
+from craig.ports.outbox import HasOutbox
+from craig.ports.rules import HasRuleSets, RuleSetSummary
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import new_event, stage_event
 from craig.usecases.rule_cache import RuleSetCache
@@ -27,7 +28,23 @@ SOURCE = "craig-rules"
 CACHE_INVALIDATED = "rules.cache_invalidated"
 
 
-async def current_rule_set(uow: UnitOfWork, cache: RuleSetCache, name: str) -> RuleSet | None:
+class CreateRuleSetWork(UnitOfWork, HasOutbox, HasRuleSets, Protocol):
+    """The unit of work :class:`CreateRuleSet` uses."""
+
+
+class GetRuleSetWork(UnitOfWork, HasRuleSets, Protocol):
+    """The unit of work :class:`GetRuleSet` uses."""
+
+
+class ListRuleSetsWork(UnitOfWork, HasRuleSets, Protocol):
+    """The unit of work :class:`ListRuleSets` uses."""
+
+
+class EvaluateRuleSetWork(UnitOfWork, HasRuleSets, Protocol):
+    """The unit of work :class:`EvaluateRuleSet` uses."""
+
+
+async def current_rule_set(uow: GetRuleSetWork, cache: RuleSetCache, name: str) -> RuleSet | None:
     """The latest version of ``name`` (None: there is none): from the cache, else read (in the
     caller's block, when one is open) and offered to the cache, absence included."""
     cached = cache.lookup(name)
@@ -47,7 +64,7 @@ async def current_rule_set(uow: UnitOfWork, cache: RuleSetCache, name: str) -> R
 class CreateRuleSet:
     """Store a new version of a rule set (supervisors and admins) and tell the other instances."""
 
-    def __init__(self, uow: UnitOfWork, cache: RuleSetCache, instance_id: str, clock: Clock) -> None:
+    def __init__(self, uow: CreateRuleSetWork, cache: RuleSetCache, instance_id: str, clock: Clock) -> None:
         self.uow = uow
         self.cache = cache
         self.instance_id = instance_id
@@ -89,7 +106,7 @@ class CreateRuleSet:
 class GetRuleSet:
     """One version of a rule set (the latest when ``version`` is None), from the database."""
 
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: GetRuleSetWork) -> None:
         self.uow = uow
 
     async def __call__(self, name: str, version: int | None = None) -> RuleSet:
@@ -105,7 +122,7 @@ class GetRuleSet:
 
 
 class ListRuleSets:
-    def __init__(self, uow: UnitOfWork) -> None:
+    def __init__(self, uow: ListRuleSetsWork) -> None:
         self.uow = uow
 
     async def __call__(self, page: PageRequest) -> Page[RuleSetSummary]:
@@ -118,7 +135,7 @@ class ListRuleSets:
 class EvaluateRuleSet:
     """Evaluate the latest version of a rule set against ``facts`` (first matching rule wins)."""
 
-    def __init__(self, uow: UnitOfWork, cache: RuleSetCache) -> None:
+    def __init__(self, uow: EvaluateRuleSetWork, cache: RuleSetCache) -> None:
         self.uow = uow
         self.cache = cache
 

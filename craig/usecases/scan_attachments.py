@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 import structlog
@@ -32,11 +33,13 @@ from craig.domain.constants import (
     ATTACHMENT_SCAN_BATCH_SIZE,
 )
 from craig.domain.events import EventEnvelope
+from craig.ports.cases import HasAttachments
 from craig.ports.clock import Clock
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.object_rows import ObjectRows, PendingObject, PendingStats
 from craig.ports.object_store import ObjectStore, StoredObject
-from craig.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from craig.ports.outbox import HasOutbox
+from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments import upload_failed_event
 from craig.usecases.events import stage_event
 
@@ -46,6 +49,10 @@ log = structlog.get_logger(__name__)
 FailedEvent = Callable[[PendingObject, str, datetime], EventEnvelope]
 
 
+class AttachmentScannerWork(UnitOfWork, HasOutbox, HasAttachments, Protocol):
+    """The unit of work :class:`AttachmentScanner` uses."""
+
+
 @attrs.frozen
 class ScannedTable:
     """A table whose rows point at blobs: how to reach its rows, under which key prefix its
@@ -53,7 +60,7 @@ class ScannedTable:
 
     name: str
     prefix: str
-    rows: Callable[[UnitOfWork], ObjectRows]
+    rows: Callable[[AttachmentScannerWork], ObjectRows]
     failed_event: FailedEvent
 
 
@@ -71,7 +78,7 @@ class AttachmentScanner:
     def __init__(
         self,
         object_store: ObjectStore,
-        uow_factory: UnitOfWorkFactory,
+        uow_factory: Callable[[], AttachmentScannerWork],
         clock: Clock,
         grace: timedelta,
         tables: Sequence[ScannedTable],
@@ -123,7 +130,7 @@ class AttachmentScanner:
         return True
 
     async def _settle(
-        self, table: ScannedTable, uow: UnitOfWork, row: PendingObject, size: int | None, report: ScanReport
+        self, table: ScannedTable, uow: AttachmentScannerWork, row: PendingObject, size: int | None, report: ScanReport
     ) -> None:
         async with uow:
             rows = table.rows(uow)

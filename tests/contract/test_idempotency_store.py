@@ -216,35 +216,32 @@ async def test_finalize_is_atomic_with_the_units_effects(backend: Backend) -> No
     req = request()
     claimed = await backend.idempotency.try_claim(req, TTL)
     uow = backend.uow()
-    uow.hold_commits()
     envelope = _envelope()
-    async with uow:
-        await uow.outbox.stage(envelope)  # the handler's effect
-        await uow.commit()
-    async with uow:
-        await uow.idempotency.finalize_succeeded(req.cache_key, claimed.slot.claim_token, RESPONSE)
-        await uow.commit()
-    assert uow.has_pending_commit
-    await uow.release(commit=False)  # e.g. the COMMIT itself failed
+    async with uow:  # the request's transaction, opened by the idempotency layer
+        async with uow:
+            await uow.outbox.stage(envelope)  # the handler's effect
+            await uow.commit()
+        async with uow:
+            await uow.idempotency.finalize_succeeded(req.cache_key, claimed.slot.claim_token, RESPONSE)
+            await uow.commit()
+        # left without the final commit: e.g. the COMMIT itself failed
     slot, _ = await backend.idempotency.get(req.cache_key)
     assert slot is not None and slot.status is SlotStatus.PROCESSING
     assert (await backend.outbox.stats()).pending == 0
 
 
-async def test_held_commit_makes_effect_and_response_durable_together(backend: Backend) -> None:
+async def test_the_requests_transaction_makes_effect_and_response_durable_together(backend: Backend) -> None:
     req = request()
     claimed = await backend.idempotency.try_claim(req, TTL)
     uow = backend.uow()
-    uow.hold_commits()
     async with uow:
-        await uow.outbox.stage(_envelope())
-        await uow.commit()
-    if backend.kind == "postgres":  # the memory database serializes: a reader would wait for us
-        assert (await backend.outbox.stats()).pending == 0
-    async with uow:
+        async with uow:
+            await uow.outbox.stage(_envelope())
+            await uow.commit()
+        if backend.kind == "postgres":  # the memory database serializes: a reader would wait for us
+            assert (await backend.outbox.stats()).pending == 0
         await uow.idempotency.finalize_succeeded(req.cache_key, claimed.slot.claim_token, RESPONSE)
         await uow.commit()
-    await uow.release(commit=True)
     slot, _ = await backend.idempotency.get(req.cache_key)
     assert slot is not None and slot.status is SlotStatus.SUCCEEDED
     assert (await backend.outbox.stats()).pending == 1

@@ -115,20 +115,20 @@ class FailingPut(MinioObjectStore):
 @pytest.mark.parametrize("lands", [False, True], ids=["nothing-written", "written-then-timeout"])
 async def test_a_failing_put_leaves_no_present_row_without_a_blob(stack: Stack, lands: bool) -> None:
     ann, contact = await stack.contact()
-    held = stack.uow()
-    held.hold_commits()  # as the idempotency layer does
-    upload = UploadAttachment(held, FailingPut(stack.s3, lands=lands), stack.clock, UploadValidation())
-    with pytest.raises(ObjectStoreUnavailable):
-        await upload(
-            ann,
-            contact.case_id,
-            contact.id,
-            file_name="p.png",
-            content_type="image/png",
-            body=PNG,
-            attachment_type=None,
-        )
-    await held.release(commit=False)  # a 5xx: the idempotency layer rolls back what it holds
+    request = stack.uow()
+    upload = UploadAttachment(request, stack.uow, FailingPut(stack.s3, lands=lands), stack.clock, UploadValidation())
+    async with request:  # the request's transaction, as the idempotency layer opens it
+        with pytest.raises(ObjectStoreUnavailable):
+            await upload(
+                ann,
+                contact.case_id,
+                contact.id,
+                file_name="p.png",
+                content_type="image/png",
+                body=PNG,
+                attachment_type=None,
+            )
+        # a 5xx: the idempotency layer leaves the request's transaction without committing
 
     assert await stack.sql("SELECT id FROM contact_attachments") == []
     events = await stack.sql("SELECT event_type, envelope->'payload'->>'attachment_id' FROM event_outbox ORDER BY seq")

@@ -188,10 +188,11 @@ async def test_pending_attachments_are_listed_but_not_served(api: Api) -> None:
         from craig.adapters.memory.attachments import ATTACHMENTS
 
         if api.kind == "memory":
-            row = uow.tx.get(ATTACHMENTS, uuid.UUID(body["id"]))  # type: ignore[attr-defined]
-            uow.tx.put(ATTACHMENTS, row.id, attrs.evolve(row, object_status="pending"))  # type: ignore[attr-defined]
+            tx = await uow.session.tx()  # type: ignore[attr-defined]
+            row = tx.get(ATTACHMENTS, uuid.UUID(body["id"]))
+            tx.put(ATTACHMENTS, row.id, attrs.evolve(row, object_status="pending"))
         else:
-            await uow.connection.execute(text("UPDATE contact_attachments SET object_status = 'pending'"))  # type: ignore[attr-defined]
+            await uow.session.execute(text("UPDATE contact_attachments SET object_status = 'pending'"))  # type: ignore[attr-defined]
         await uow.commit()
     assert (await api.client.get(f"{path}/{body['id']}", headers=api.ann)).json()["object_status"] == "pending"
     problem(await api.client.get(f"{path}/{body['id']}/content", headers=api.ann), 404)

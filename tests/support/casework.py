@@ -48,7 +48,7 @@ class World:
         return MemoryUnitOfWork(self.db, TEST_CIPHER)
 
     def upload(self, store: ObjectStore | None = None, uow: UnitOfWork | None = None, **kw: Any) -> UploadAttachment:
-        return UploadAttachment(uow or self.uow(), store or self.store, self.clock, UploadValidation(**kw))
+        return UploadAttachment(uow or self.uow(), self.uow, store or self.store, self.clock, UploadValidation(**kw))
 
     async def case(self, owner: Principal) -> Case:
         return await OpenCase(self.uow(), self.clock)(owner, title="Doe family", family_name="Doe", opened_at=None)

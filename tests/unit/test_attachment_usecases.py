@@ -66,17 +66,16 @@ async def test_failed_put_is_compensated_once_and_answers_unavailable(world: Wor
     assert "switched off" in events[1][1]["reason"]
 
 
-async def test_phase_one_is_durable_even_when_commits_are_held(world: World) -> None:
-    """The idempotency layer holds commits and then rolls back (say its finalize failed): Phase 1
-    stays committed, so the blob that was written has a row the scanner can settle."""
+async def test_phase_one_is_durable_even_when_the_requests_transaction_rolls_back(world: World) -> None:
+    """The idempotency layer holds the request's transaction open and then rolls it back (say its
+    finalize failed): Phase 1 committed on its own, so the blob that was written has a row the
+    scanner can settle."""
     ann = person()
     case = await world.case(ann)
     contact = await world.contact(ann, case)
-    held = world.uow()
-    held.hold_commits()
-    attachment = await _upload(world.upload(uow=held), ann, case, contact)
-    assert held.has_pending_commit
-    await held.release(commit=False)
+    request = world.uow()
+    async with request:  # the request's transaction, left without committing (a lost response)
+        attachment = await _upload(world.upload(uow=request), ann, case, contact)
 
     rows = await world.attachment_rows()
     assert [(r.id, r.object_status) for r in rows] == [(attachment.id, ObjectStatus.PENDING)]
@@ -166,10 +165,9 @@ async def test_a_retry_with_the_same_id_resumes_instead_of_duplicating(world: Wo
     case = await world.case(ann)
     contact = await world.contact(ann, case)
     retry_id = uuid.uuid4()
-    held = world.uow()
-    held.hold_commits()
-    first = await _upload(world.upload(uow=held), ann, case, contact, attachment_id=retry_id)
-    await held.release(commit=False)
+    request = world.uow()
+    async with request:
+        first = await _upload(world.upload(uow=request), ann, case, contact, attachment_id=retry_id)
     assert [r.object_status for r in await world.attachment_rows()] == [ObjectStatus.PENDING]
 
     second = await _upload(world.upload(), ann, case, contact, attachment_id=retry_id)
@@ -205,10 +203,9 @@ async def test_a_failed_row_is_a_conflict_for_its_retries(world: World) -> None:
     case = await world.case(ann)
     contact = await world.contact(ann, case)
     retry_id = uuid.uuid4()
-    held = world.uow()
-    held.hold_commits()
-    await _upload(world.upload(uow=held), ann, case, contact, attachment_id=retry_id)
-    await held.release(commit=False)
+    request = world.uow()
+    async with request:
+        await _upload(world.upload(uow=request), ann, case, contact, attachment_id=retry_id)
     uow = world.uow()
     async with uow:
         assert await uow.attachments.mark_failed(retry_id)

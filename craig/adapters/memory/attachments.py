@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.memory.contacts import CONTACTS
+from craig.adapters.memory.session import MemorySession
 from craig.adapters.sealed_fields import (
     ATTACHMENT_FILE_NAME,
     ATTACHMENT_TYPE,
@@ -24,9 +24,6 @@ from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
 from craig.ports.errors import ConstraintViolation
 from craig.ports.object_rows import PendingObject, PendingStats
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 ATTACHMENTS = "contact_attachments"
 
@@ -49,14 +46,14 @@ class AttachmentRow:
 
 
 class MemoryAttachmentRepository(AttachmentRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
-    def _rows(self, status: ObjectStatus | None = None) -> list[AttachmentRow]:
-        return self.uow.tx.select(ATTACHMENTS, lambda row: status is None or row.object_status is status)
+    async def _rows(self, status: ObjectStatus | None = None) -> list[AttachmentRow]:
+        return (await self.session.tx()).select(ATTACHMENTS, lambda row: status is None or row.object_status is status)
 
     def _attachment(self, row: AttachmentRow) -> Attachment:
-        cipher = self.uow.cipher
+        cipher = self.session.cipher
         return Attachment(
             id=row.id,
             contact_id=row.contact_id,
@@ -72,14 +69,14 @@ class MemoryAttachmentRepository(AttachmentRepository):
         )
 
     async def add(self, attachment: Attachment) -> Attachment:
-        stored = attrs.evolve(attachment, created_at=self.uow.db.now())
-        if self.uow.tx.get(CONTACTS, stored.contact_id) is None:
+        stored = attrs.evolve(attachment, created_at=self.session.db.now())
+        if (await self.session.tx()).get(CONTACTS, stored.contact_id) is None:
             raise ConstraintViolation("contact_attachments_contact_id_fkey", str(stored.contact_id))
-        if self.uow.tx.get(ATTACHMENTS, stored.id) is not None:
+        if (await self.session.tx()).get(ATTACHMENTS, stored.id) is not None:
             raise ConstraintViolation("contact_attachments_pkey", str(stored.id))
-        if any(row.object_key == stored.object_key for row in self._rows()):
+        if any(row.object_key == stored.object_key for row in await self._rows()):
             raise ConstraintViolation("contact_attachments_object_key_key", stored.object_key)
-        cipher = self.uow.cipher
+        cipher = self.session.cipher
         row = AttachmentRow(
             id=stored.id,
             contact_id=stored.contact_id,
@@ -93,16 +90,16 @@ class MemoryAttachmentRepository(AttachmentRepository):
             worker_name=stored.worker_name,
             created_at=stored.created_at,
         )
-        self.uow.tx.put(ATTACHMENTS, stored.id, row)
+        (await self.session.tx()).put(ATTACHMENTS, stored.id, row)
         return stored
 
     async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
-        row: AttachmentRow | None = self.uow.tx.get(ATTACHMENTS, attachment_id)
+        row: AttachmentRow | None = (await self.session.tx()).get(ATTACHMENTS, attachment_id)
         return self._attachment(row) if row is not None and row.contact_id == contact_id else None
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         rows: list[AttachmentRow] = sorted(
-            self.uow.tx.select(ATTACHMENTS, lambda row: row.contact_id == contact_id),
+            (await self.session.tx()).select(ATTACHMENTS, lambda row: row.contact_id == contact_id),
             key=lambda row: (row.created_at, row.id),
         )
         items = [self._attachment(row) for row in rows[page.offset : page.offset + page.per_page]]
@@ -110,24 +107,24 @@ class MemoryAttachmentRepository(AttachmentRepository):
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
     async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
-        cutoff = self.uow.db.now() - grace
+        cutoff = self.session.db.now() - grace
         rows = sorted(
-            (row for row in self._rows(ObjectStatus.PENDING) if row.created_at < cutoff),
+            (row for row in await self._rows(ObjectStatus.PENDING) if row.created_at < cutoff),
             key=lambda row: (row.created_at, row.id),
         )
         return [
             PendingObject(row.id, row.contact_id, row.object_key, row.file_size, row.created_at) for row in rows[:limit]
         ]
 
-    def _pending(self, row_id: UUID) -> AttachmentRow | None:
-        row: AttachmentRow | None = self.uow.tx.get(ATTACHMENTS, row_id)
+    async def _pending(self, row_id: UUID) -> AttachmentRow | None:
+        row: AttachmentRow | None = (await self.session.tx()).get(ATTACHMENTS, row_id)
         return row if row is not None and row.object_status is ObjectStatus.PENDING else None
 
     async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
-        row = self._pending(row_id)
+        row = await self._pending(row_id)
         if row is None:
             return False
-        self.uow.tx.put(ATTACHMENTS, row_id, attrs.evolve(row, object_status=status))
+        (await self.session.tx()).put(ATTACHMENTS, row_id, attrs.evolve(row, object_status=status))
         return True
 
     async def mark_present(self, row_id: UUID) -> bool:
@@ -137,16 +134,16 @@ class MemoryAttachmentRepository(AttachmentRepository):
         return await self._set_status(row_id, ObjectStatus.FAILED)
 
     async def delete_pending(self, row_id: UUID) -> bool:
-        return self._pending(row_id) is not None and self.uow.tx.delete(ATTACHMENTS, row_id)
+        return await self._pending(row_id) is not None and (await self.session.tx()).delete(ATTACHMENTS, row_id)
 
     async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
         wanted = set(keys)
-        return {row.object_key for row in self._rows() if row.object_key in wanted}
+        return {row.object_key for row in await self._rows() if row.object_key in wanted}
 
     async def pending_stats(self) -> PendingStats:
-        pending = self._rows(ObjectStatus.PENDING)
+        pending = await self._rows(ObjectStatus.PENDING)
         return PendingStats(
             pending=len(pending),
             oldest_pending_created_at=min((row.created_at for row in pending), default=None),
-            now=self.uow.db.now(),
+            now=self.session.db.now(),
         )

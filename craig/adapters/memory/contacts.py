@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.memory.cases import CASES
+from craig.adapters.memory.session import MemorySession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
 from craig.domain.contacts import Contact, ContactType
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
 from craig.ports.errors import ConstraintViolation
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 CONTACTS = "contacts"
 
@@ -36,8 +33,8 @@ class ContactRow:
 
 
 class MemoryContactRepository(ContactRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     def _contact(self, row: ContactRow) -> Contact:
         return Contact(
@@ -45,38 +42,38 @@ class MemoryContactRepository(ContactRepository):
             case_id=row.case_id,
             contact_type=ContactType(row.contact_type),
             occurred_at=row.occurred_at,
-            summary=unseal(self.uow.cipher, CONTACT_SUMMARY, row.id, row.summary),
+            summary=unseal(self.session.cipher, CONTACT_SUMMARY, row.id, row.summary),
             created_by=row.created_by,
             worker_name=row.worker_name,
             created_at=row.created_at,
         )
 
     async def add(self, contact: Contact) -> None:
-        if self.uow.tx.get(CASES, contact.case_id) is None:
+        if (await self.session.tx()).get(CASES, contact.case_id) is None:
             raise ConstraintViolation("contacts_case_id_fkey", str(contact.case_id))
-        if self.uow.tx.get(CONTACTS, contact.id) is not None:
+        if (await self.session.tx()).get(CONTACTS, contact.id) is not None:
             raise ConstraintViolation("contacts_pkey", str(contact.id))
         row = ContactRow(
             id=contact.id,
             case_id=contact.case_id,
             contact_type=str(contact.contact_type),
             occurred_at=contact.occurred_at,
-            summary=seal(self.uow.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
+            summary=seal(self.session.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
             created_by=contact.created_by,
             worker_name=contact.worker_name,
             created_at=contact.created_at,
         )
-        self.uow.tx.put(CONTACTS, contact.id, row)
+        (await self.session.tx()).put(CONTACTS, contact.id, row)
 
     async def get(self, case_id: UUID, contact_id: UUID) -> Contact | None:
-        row: ContactRow | None = self.uow.tx.get(CONTACTS, contact_id)
+        row: ContactRow | None = (await self.session.tx()).get(CONTACTS, contact_id)
         if row is None or row.case_id != case_id:
             return None
         return self._contact(row)
 
     async def list_for_case(self, case_id: UUID, page: PageRequest) -> Page[Contact]:
         rows: list[ContactRow] = sorted(
-            self.uow.tx.select(CONTACTS, lambda row: row.case_id == case_id),
+            (await self.session.tx()).select(CONTACTS, lambda row: row.case_id == case_id),
             key=lambda row: (row.occurred_at, row.id),
             reverse=True,
         )

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 import attrs
 
+from craig.adapters.memory.database import MemoryDatabase
+from craig.adapters.memory.session import MemorySession
 from craig.adapters.sealed_fields import RESPONSE_BODY
 from craig.domain import idempotency as model
 from craig.domain.idempotency import ClaimRequest, Slot, SlotStatus, StoredResponse
@@ -22,10 +23,6 @@ from craig.ports.idempotency import (
     IdempotencyStats,
     IdempotencyStore,
 )
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.database import MemoryDatabase
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 TABLE = "idempotency_responses"
 CHANNEL = "craig_idempotency"
@@ -134,14 +131,14 @@ class MemoryIdempotencyStore(IdempotencyStore):
 
 
 class MemoryIdempotencySlots(IdempotencySlots):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         row: SlotRow | None = tx.get(TABLE, cache_key)
         if row is None:
             raise model.ClaimLost("idempotency slot vanished (purged) before finalize")
         slot = model.finalize_succeeded(row.slot, token, response, tx.db.now())
-        tx.put(TABLE, cache_key, _row(slot, self.uow.cipher))
+        tx.put(TABLE, cache_key, _row(slot, self.session.cipher))
         tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL, cache_key))

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
-from craig.adapters.memory.database import MemoryTransaction
+from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
+from craig.adapters.memory.session import MemorySession
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
 from craig.ports.messaging import UNROUTED
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.database import MemoryDatabase
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 TABLE = "event_inbox"
 
@@ -78,21 +74,21 @@ def _update(tx: MemoryTransaction, consumer: str, event_id: UUID, **changes: obj
 
 
 class MemoryInboxRepository(InboxRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         _insert(tx, consumer, envelope, queue)
         return _update(tx, consumer, envelope.id, attempt_started_at=tx.db.now()).record()
 
     async def mark_processed(self, consumer: str, event_id: UUID) -> None:
-        _update(self.uow.tx, consumer, event_id, processed_at=self.uow.tx.db.now())
+        _update((await self.session.tx()), consumer, event_id, processed_at=(await self.session.tx()).db.now())
 
     async def record_failure(
         self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
     ) -> InboxRecord:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         now = tx.db.now()
         row: InboxRow = tx.get(TABLE, (consumer, event_id))
         changes: dict[str, object] = {
@@ -107,7 +103,7 @@ class MemoryInboxRepository(InboxRepository):
         return _update(tx, consumer, event_id, **changes).record()
 
     async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         row: InboxRow | None = tx.get(TABLE, (consumer, event_id))
         if row is None or row.processed_at is not None:
             return False

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.intake_codec import referral_columns, referral_from_columns
+from craig.adapters.memory.session import MemorySession
 from craig.domain.intake import Referral
 from craig.ports.errors import ConstraintViolation
 from craig.ports.intake import ReferralRepository
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 REFERRALS = "referrals"
 
@@ -38,19 +35,19 @@ class ReferralRow:
 
 
 class MemoryReferralRepository(ReferralRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     async def add(self, referral: Referral) -> None:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         if tx.get(REFERRALS, referral.id) is not None:
             raise ConstraintViolation("referrals_pkey", f"referral {referral.id} exists")
         if tx.select(REFERRALS, lambda r: r.reference == referral.reference):
             raise ConstraintViolation("referrals_reference_key", f"reference {referral.reference} exists")
-        tx.put(REFERRALS, referral.id, ReferralRow(**referral_columns(self.uow.cipher, referral)))
+        tx.put(REFERRALS, referral.id, ReferralRow(**referral_columns(self.session.cipher, referral)))
 
     async def get(self, referral_id: UUID) -> Referral | None:
-        row: ReferralRow | None = self.uow.tx.get(REFERRALS, referral_id)
+        row: ReferralRow | None = (await self.session.tx()).get(REFERRALS, referral_id)
         if row is None:
             return None
-        return referral_from_columns(self.uow.cipher, attrs.asdict(row, recurse=False))
+        return referral_from_columns(self.session.cipher, attrs.asdict(row, recurse=False))

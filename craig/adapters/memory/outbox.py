@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
+from craig.adapters.memory.database import MemoryDatabase
+from craig.adapters.memory.session import MemorySession
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -20,10 +21,6 @@ from craig.ports.outbox import (
     OutboxWriter,
     PublishFailure,
 )
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.database import MemoryDatabase
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 TABLE = "event_outbox"
 CHANNEL = "craig_outbox"
@@ -46,11 +43,11 @@ class OutboxRow:
 
 
 class MemoryOutboxWriter(OutboxWriter):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     async def stage(self, envelope: EventEnvelope) -> None:
-        tx = self.uow.tx
+        tx = await self.session.tx()
         now = tx.db.now()
         row = OutboxRow(
             id=envelope.id, seq=tx.db.next_sequence(), envelope=envelope, created_at=now, next_attempt_at=now

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.memory.cases import CASES
+from craig.adapters.memory.session import MemorySession
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import FosterHome, Placement, PlacementStatus, UnknownFosterHome, UnknownPlacement
 from craig.ports.errors import ConstraintViolation
@@ -31,23 +31,20 @@ from craig.ports.placements import (
     PlacementRepository,
 )
 
-if TYPE_CHECKING:
-    from craig.adapters.memory.uow import MemoryUnitOfWork
-
 FOSTER_HOMES = "foster_homes"
 PLACEMENTS = "placements"
 
 
 class MemoryFosterHomeRepository(FosterHomeRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
     async def add(self, home: FosterHome) -> None:
-        if not self.uow.tx.insert(FOSTER_HOMES, home.id, home):
+        if not (await self.session.tx()).insert(FOSTER_HOMES, home.id, home):
             raise ConstraintViolation("foster_homes_pkey", f"foster home {home.id} exists")
 
     async def get(self, home_id: UUID) -> FosterHome | None:
-        home: FosterHome | None = self.uow.tx.get(FOSTER_HOMES, home_id)
+        home: FosterHome | None = (await self.session.tx()).get(FOSTER_HOMES, home_id)
         return home
 
     async def get_foster_home_for_update(self, home_id: UUID) -> FosterHome | None:
@@ -69,17 +66,19 @@ class MemoryFosterHomeRepository(FosterHomeRepository):
         if not 0 <= occupancy <= home.capacity:
             raise ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY, f"occupancy {occupancy} outside 0..{home.capacity}")
         updated = attrs.evolve(home, occupancy=occupancy)
-        self.uow.tx.put(FOSTER_HOMES, home_id, updated)
+        (await self.session.tx()).put(FOSTER_HOMES, home_id, updated)
         return updated
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
-        homes = sorted(self.uow.tx.rows(FOSTER_HOMES), key=lambda home: (home.name, home.id))
+        homes = sorted((await self.session.tx()).rows(FOSTER_HOMES), key=lambda home: (home.name, home.id))
         items = homes[page.offset : page.offset + page.per_page]
         return Page(items=items, page=page.page, per_page=page.per_page, total=len(homes))
 
     async def stats(self, sample: int) -> FosterHomeStats:
-        homes: list[FosterHome] = sorted(self.uow.tx.rows(FOSTER_HOMES), key=lambda h: (h.name, h.id))
-        active = Counter(p.foster_home_id for p in self.uow.tx.rows(PLACEMENTS) if p.status is PlacementStatus.ACTIVE)
+        homes: list[FosterHome] = sorted((await self.session.tx()).rows(FOSTER_HOMES), key=lambda h: (h.name, h.id))
+        active = Counter(
+            p.foster_home_id for p in (await self.session.tx()).rows(PLACEMENTS) if p.status is PlacementStatus.ACTIVE
+        )
         full = [home for home in homes if home.is_full]
         return FosterHomeStats(
             homes=len(homes),
@@ -90,11 +89,11 @@ class MemoryFosterHomeRepository(FosterHomeRepository):
 
 
 class MemoryPlacementRepository(PlacementRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
-    def _check(self, placement: Placement) -> None:
-        tx = self.uow.tx
+    async def _check(self, placement: Placement) -> None:
+        tx = await self.session.tx()
         ended = placement.status is PlacementStatus.ENDED
         if not ended == (placement.end_reason is not None) == (placement.ended_at is not None):
             raise ConstraintViolation(PLACEMENT_ENDED_HAS_REASON, "ended if and only if a reason is set")
@@ -119,25 +118,25 @@ class MemoryPlacementRepository(PlacementRepository):
             )
 
     async def add(self, placement: Placement) -> None:
-        if self.uow.tx.get(PLACEMENTS, placement.id) is not None:
+        if (await self.session.tx()).get(PLACEMENTS, placement.id) is not None:
             raise ConstraintViolation("placements_pkey", f"placement {placement.id} exists")
-        self._check(placement)
-        self.uow.tx.put(PLACEMENTS, placement.id, placement)
+        await self._check(placement)
+        (await self.session.tx()).put(PLACEMENTS, placement.id, placement)
 
     async def get(self, placement_id: UUID) -> Placement | None:
-        placement: Placement | None = self.uow.tx.get(PLACEMENTS, placement_id)
+        placement: Placement | None = (await self.session.tx()).get(PLACEMENTS, placement_id)
         return placement
 
     async def get_placement_for_update(self, placement_id: UUID) -> Placement | None:
         return await self.get(placement_id)
 
     async def update(self, placement: Placement) -> None:
-        stored: Placement | None = self.uow.tx.get(PLACEMENTS, placement.id)
+        stored: Placement | None = (await self.session.tx()).get(PLACEMENTS, placement.id)
         if stored is None:
             raise UnknownPlacement(placement.id)
-        self._check(placement)
+        await self._check(placement)
         # Only the mutable columns change, as in the SQL UPDATE.
-        self.uow.tx.put(
+        (await self.session.tx()).put(
             PLACEMENTS,
             placement.id,
             attrs.evolve(
@@ -152,7 +151,7 @@ class MemoryPlacementRepository(PlacementRepository):
 
     async def count_active_in(self, home_id: UUID) -> int:
         return len(
-            self.uow.tx.select(
+            (await self.session.tx()).select(
                 PLACEMENTS,
                 lambda p: p.foster_home_id == home_id and p.status is PlacementStatus.ACTIVE,
             )

@@ -5,21 +5,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 import attrs
 
+from craig.adapters.memory.database import MemoryTransaction
+from craig.adapters.memory.session import MemorySession
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.intake import DEFAULT_TRIAGE_RULES
 from craig.domain.pages import Page, PageRequest
 from craig.domain.rule_documents import parse_rules
 from craig.domain.rules import RuleSet
 from craig.ports.rules import RuleSetRepository, RuleSetSummary
-
-if TYPE_CHECKING:
-    from craig.adapters.memory.database import MemoryTransaction
-    from craig.adapters.memory.uow import MemoryUnitOfWork
 
 RULE_SETS = "rule_sets"
 SEEDED = "rule_sets_seeded"
@@ -63,40 +61,39 @@ def seed_defaults(tx: MemoryTransaction) -> None:
 
 
 class MemoryRuleSetRepository(RuleSetRepository):
-    def __init__(self, uow: MemoryUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: MemorySession) -> None:
+        self.session = session
 
-    @property
-    def _tx(self) -> MemoryTransaction:
-        tx = self.uow.tx
+    async def _tx(self) -> MemoryTransaction:
+        tx = await self.session.tx()
         seed_defaults(tx)
         return tx
 
-    def _versions(self, name: str) -> list[RuleSetRow]:
-        return sorted(self._tx.select(RULE_SETS, lambda r: r.name == name), key=lambda r: r.version)
+    async def _versions(self, name: str) -> list[RuleSetRow]:
+        return sorted((await self._tx()).select(RULE_SETS, lambda r: r.name == name), key=lambda r: r.version)
 
     async def add_version(
         self, name: str, document: Sequence[Mapping[str, Any]], created_by: UUID, created_at: datetime
     ) -> int:
-        versions = self._versions(name)
+        versions = await self._versions(name)
         version = versions[-1].version + 1 if versions else 1
         row = RuleSetRow(
             name=name, version=version, rules=json.dumps(list(document)), created_by=created_by, created_at=created_at
         )
-        self._tx.put(RULE_SETS, (name, version), row)
+        (await self._tx()).put(RULE_SETS, (name, version), row)
         return version
 
     async def latest(self, name: str) -> RuleSet | None:
-        versions = self._versions(name)
+        versions = await self._versions(name)
         return rule_set_of(versions[-1]) if versions else None
 
     async def get(self, name: str, version: int) -> RuleSet | None:
-        row: RuleSetRow | None = self._tx.get(RULE_SETS, (name, version))
+        row: RuleSetRow | None = (await self._tx()).get(RULE_SETS, (name, version))
         return rule_set_of(row) if row else None
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         latest: dict[str, RuleSetRow] = {}
-        for row in self._tx.rows(RULE_SETS):
+        for row in (await self._tx()).rows(RULE_SETS):
             if row.name not in latest or row.version > latest[row.name].version:
                 latest[row.name] = row
         names = sorted(latest)

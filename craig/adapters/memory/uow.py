@@ -1,11 +1,31 @@
-"""The memory unit of work: the shared state machine over a :class:`MemoryTransaction`."""
+"""The memory unit of work: the shared state machine over a :class:`MemoryTransaction`.
+
+Each repository is built the first time it is used, on the unit of work's session.
+"""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
+from craig.adapters.memory.attachments import MemoryAttachmentRepository
+from craig.adapters.memory.cases import MemoryCaseRepository
+from craig.adapters.memory.contacts import MemoryContactRepository
 from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
-from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
+from craig.adapters.memory.exchange import (
+    MemoryPartnerRateLimits,
+    MemoryPartnerRepository,
+    MemorySendJobRepository,
+    MemoryTransactionRepository,
+)
+from craig.adapters.memory.idempotency import MemoryIdempotencySlots
+from craig.adapters.memory.inbox import MemoryInboxRepository
+from craig.adapters.memory.intake import MemoryReferralRepository
+from craig.adapters.memory.outbox import MemoryOutboxWriter
+from craig.adapters.memory.placements import MemoryFosterHomeRepository, MemoryPlacementRepository
+from craig.adapters.memory.rules import MemoryRuleSetRepository
+from craig.adapters.memory.session import MemorySession
+from craig.adapters.transaction import TransactionalUnitOfWork
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
@@ -13,38 +33,87 @@ from craig.ports.unit_of_work import UnitOfWork
 class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
     def __init__(self, db: MemoryDatabase, cipher: FieldCipher) -> None:
         super().__init__()
-        #: Sensitive columns go through this on every write and read.
-        self.cipher = cipher
         self.db = db
-        self._tx: MemoryTransaction | None = None
-        from craig.adapters.memory.repositories import attach
+        self.session = MemorySession(db, cipher, self.autobegin)
 
-        attach(self)
+    # --- repositories, built when first used ----------------------------------------------
+    @cached_property
+    def outbox(self) -> MemoryOutboxWriter:
+        return MemoryOutboxWriter(self.session)
 
-    @property
-    def tx(self) -> MemoryTransaction:
-        if self._tx is None:
-            raise UnitOfWorkMisuse("memory repository used outside an `async with uow:` block")
-        return self._tx
+    @cached_property
+    def inbox(self) -> MemoryInboxRepository:
+        return MemoryInboxRepository(self.session)
 
+    @cached_property
+    def idempotency(self) -> MemoryIdempotencySlots:
+        return MemoryIdempotencySlots(self.session)
+
+    @cached_property
+    def cases(self) -> MemoryCaseRepository:
+        return MemoryCaseRepository(self.session)
+
+    @cached_property
+    def contacts(self) -> MemoryContactRepository:
+        return MemoryContactRepository(self.session)
+
+    @cached_property
+    def attachments(self) -> MemoryAttachmentRepository:
+        return MemoryAttachmentRepository(self.session)
+
+    @cached_property
+    def foster_homes(self) -> MemoryFosterHomeRepository:
+        return MemoryFosterHomeRepository(self.session)
+
+    @cached_property
+    def placements(self) -> MemoryPlacementRepository:
+        return MemoryPlacementRepository(self.session)
+
+    @cached_property
+    def partners(self) -> MemoryPartnerRepository:
+        return MemoryPartnerRepository(self.session)
+
+    @cached_property
+    def exchange_transactions(self) -> MemoryTransactionRepository:
+        return MemoryTransactionRepository(self.session)
+
+    @cached_property
+    def send_jobs(self) -> MemorySendJobRepository:
+        return MemorySendJobRepository(self.session)
+
+    @cached_property
+    def partner_rate_limits(self) -> MemoryPartnerRateLimits:
+        return MemoryPartnerRateLimits(self.session)
+
+    @cached_property
+    def referrals(self) -> MemoryReferralRepository:
+        return MemoryReferralRepository(self.session)
+
+    @cached_property
+    def rule_sets(self) -> MemoryRuleSetRepository:
+        return MemoryRuleSetRepository(self.session)
+
+    # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:
         tx = MemoryTransaction(self.db)
         await tx.begin()
-        self._tx = tx
+        self.session.current = tx
 
     async def _commit(self) -> None:
-        tx, self._tx = self.tx, None
-        tx.commit()
+        tx, self.session.current = self.session.current, None
+        if tx is not None:
+            tx.commit()
 
     async def _rollback(self) -> None:
-        tx, self._tx = self.tx, None
-        tx.rollback()
+        tx, self.session.current = self.session.current, None
+        if tx is not None:
+            tx.rollback()
 
     async def _savepoint(self) -> Any:
-        return self.tx.mark()
+        return (await self.session.tx()).mark()
 
     async def _release_savepoint(self, savepoint: Any) -> None:
         return None
 
     async def _rollback_savepoint(self, savepoint: Any) -> None:
-        self.tx.undo_to(savepoint)
+        (await self.session.tx()).undo_to(savepoint)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import attrs
@@ -14,6 +13,7 @@ from sqlalchemy import RowMapping, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import (
     ATTACHMENT_FILE_NAME,
     ATTACHMENT_TYPE,
@@ -27,9 +27,6 @@ from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
 from craig.ports.cipher import FieldCipher
 from craig.ports.object_rows import PendingObject, PendingStats
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _COLUMNS = """id, contact_id, attachment_type, file_name, content_type, file_size, object_key,
     object_status, uploaded_by, worker_name, created_at"""
@@ -93,17 +90,17 @@ def _attachment(row: RowMapping, cipher: FieldCipher) -> Attachment:
 
 
 class PostgresAttachmentRepository(AttachmentRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def add(self, attachment: Attachment) -> Attachment:
         params = {
             "id": attachment.id,
             "contact_id": attachment.contact_id,
             "attachment_type": seal_optional(
-                self.uow.cipher, ATTACHMENT_TYPE, attachment.id, attachment.attachment_type
+                self.session.cipher, ATTACHMENT_TYPE, attachment.id, attachment.attachment_type
             ),
-            "file_name": seal(self.uow.cipher, ATTACHMENT_FILE_NAME, attachment.id, attachment.file_name),
+            "file_name": seal(self.session.cipher, ATTACHMENT_FILE_NAME, attachment.id, attachment.file_name),
             "content_type": attachment.content_type,
             "file_size": attachment.file_size,
             "object_key": attachment.object_key,
@@ -112,29 +109,29 @@ class PostgresAttachmentRepository(AttachmentRepository):
             "worker_name": attachment.worker_name,
         }
         async with db_errors():
-            created_at = (await self.uow.connection.execute(_INSERT, params)).scalar_one()
+            created_at = (await self.session.execute(_INSERT, params)).scalar_one()
         return attrs.evolve(attachment, created_at=created_at)
 
     async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
         async with db_errors():
-            result = await self.uow.connection.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
+            result = await self.session.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
             row = result.mappings().first()
-        return _attachment(row, self.uow.cipher) if row else None
+        return _attachment(row, self.session.cipher) if row else None
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT, {"contact_id": contact_id})).scalar_one()
             rows = (
                 await conn.execute(_LIST, {"contact_id": contact_id, "limit": page.per_page, "offset": page.offset})
             ).mappings()
-            items = [_attachment(row, self.uow.cipher) for row in rows]
+            items = [_attachment(row, self.session.cipher) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
     async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
         async with db_errors():
-            result = await self.uow.connection.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
+            result = await self.session.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
             return [
                 PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
                 for r in result.mappings()
@@ -142,7 +139,7 @@ class PostgresAttachmentRepository(AttachmentRepository):
 
     async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
         async with db_errors():
-            result = await self.uow.connection.execute(_SET_STATUS, {"id": row_id, "status": str(status)})
+            result = await self.session.execute(_SET_STATUS, {"id": row_id, "status": str(status)})
             return result.first() is not None
 
     async def mark_present(self, row_id: UUID) -> bool:
@@ -153,16 +150,16 @@ class PostgresAttachmentRepository(AttachmentRepository):
 
     async def delete_pending(self, row_id: UUID) -> bool:
         async with db_errors():
-            return (await self.uow.connection.execute(_DELETE_PENDING, {"id": row_id})).first() is not None
+            return (await self.session.execute(_DELETE_PENDING, {"id": row_id})).first() is not None
 
     async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
         if not keys:
             return set()
         async with db_errors():
-            result = await self.uow.connection.execute(_KNOWN, {"keys": list(keys)})
+            result = await self.session.execute(_KNOWN, {"keys": list(keys)})
             return {row[0] for row in result}
 
     async def pending_stats(self) -> PendingStats:
         async with db_errors():
-            row = (await self.uow.connection.execute(_STATS)).mappings().one()
+            row = (await self.session.execute(_STATS)).mappings().one()
         return PendingStats(pending=row["pending"], oldest_pending_created_at=row["oldest"], now=row["db_now"])

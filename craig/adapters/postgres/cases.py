@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CASE_FAMILY_NAME, CASE_TITLE, seal, seal_optional, unseal, unseal_optional
 from craig.domain.access import Principal
 from craig.domain.cases import Case
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import CaseRepository
 from craig.ports.cipher import FieldCipher
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _COLUMNS = """c.id, c.title, c.family_name, c.opened_at, c.created_by, c.created_at,
     coalesce((SELECT array_agg(a.worker_sub) FROM case_assignments a WHERE a.case_id = c.id), '{}')
@@ -62,17 +60,17 @@ def _case(row: Mapping[str, Any], cipher: FieldCipher) -> Case:
 
 
 class PostgresCaseRepository(CaseRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def add(self, case: Case) -> None:
         async with db_errors():
-            await self.uow.connection.execute(
+            await self.session.execute(
                 _INSERT,
                 {
                     "id": case.id,
-                    "title": seal(self.uow.cipher, CASE_TITLE, case.id, case.title),
-                    "family_name": seal_optional(self.uow.cipher, CASE_FAMILY_NAME, case.id, case.family_name),
+                    "title": seal(self.session.cipher, CASE_TITLE, case.id, case.title),
+                    "family_name": seal_optional(self.session.cipher, CASE_FAMILY_NAME, case.id, case.family_name),
                     "opened_at": case.opened_at,
                     "created_by": case.created_by,
                     "created_at": case.created_at,
@@ -81,22 +79,22 @@ class PostgresCaseRepository(CaseRepository):
 
     async def get(self, case_id: UUID) -> Case | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_GET, {"id": case_id})).mappings().first()
-        return _case(row, self.uow.cipher) if row else None
+            row = (await self.session.execute(_GET, {"id": case_id})).mappings().first()
+        return _case(row, self.session.cipher) if row else None
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[Case]:
         params = {"all": principal.sees_every_case, "sub": principal.sub}
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT, params)).scalar_one()
             rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
-            items = [_case(row, self.uow.cipher) for row in rows]
+            items = [_case(row, self.session.cipher) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
         async with db_errors():
             row = (
-                await self.uow.connection.execute(
+                await self.session.execute(
                     _ASSIGN, {"case_id": case_id, "worker_sub": worker_sub, "assigned_by": assigned_by}
                 )
             ).first()

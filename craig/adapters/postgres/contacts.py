@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from sqlalchemy import RowMapping, text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
 from craig.domain.contacts import Contact, ContactType
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _COLUMNS = "id, case_id, contact_type, occurred_at, summary, created_by, worker_name, created_at"
 _INSERT = text(
@@ -34,8 +31,8 @@ _COUNT = text("SELECT count(*) FROM contacts WHERE case_id = :case_id")
 
 
 class PostgresContactRepository(ContactRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     def _contact(self, row: RowMapping) -> Contact:
         return Contact(
@@ -43,7 +40,7 @@ class PostgresContactRepository(ContactRepository):
             case_id=row["case_id"],
             contact_type=ContactType(row["contact_type"]),
             occurred_at=row["occurred_at"],
-            summary=unseal(self.uow.cipher, CONTACT_SUMMARY, row["id"], row["summary"]),
+            summary=unseal(self.session.cipher, CONTACT_SUMMARY, row["id"], row["summary"]),
             created_by=row["created_by"],
             worker_name=row["worker_name"],
             created_at=row["created_at"],
@@ -51,14 +48,14 @@ class PostgresContactRepository(ContactRepository):
 
     async def add(self, contact: Contact) -> None:
         async with db_errors():
-            await self.uow.connection.execute(
+            await self.session.execute(
                 _INSERT,
                 {
                     "id": contact.id,
                     "case_id": contact.case_id,
                     "contact_type": str(contact.contact_type),
                     "occurred_at": contact.occurred_at,
-                    "summary": seal(self.uow.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
+                    "summary": seal(self.session.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
                     "created_by": contact.created_by,
                     "worker_name": contact.worker_name,
                     "created_at": contact.created_at,
@@ -67,13 +64,13 @@ class PostgresContactRepository(ContactRepository):
 
     async def get(self, case_id: UUID, contact_id: UUID) -> Contact | None:
         async with db_errors():
-            result = await self.uow.connection.execute(_GET, {"id": contact_id, "case_id": case_id})
+            result = await self.session.execute(_GET, {"id": contact_id, "case_id": case_id})
             row = result.mappings().first()
         return self._contact(row) if row else None
 
     async def list_for_case(self, case_id: UUID, page: PageRequest) -> Page[Contact]:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT, {"case_id": case_id})).scalar_one()
             rows = (
                 await conn.execute(_LIST, {"case_id": case_id, "limit": page.per_page, "offset": page.offset})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import (
     PARTNER_CLIENT_SECRET,
     TRANSACTION_PAYLOAD,
@@ -26,9 +27,6 @@ from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import PartnerRepository, TransactionRepository, UnusablePartner
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 PARTNER_COLUMNS = (
     "id",
@@ -116,11 +114,11 @@ def usable_partner_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> Part
 
 
 class PostgresPartnerRepository(PartnerRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     def _partner(self, row: Mapping[str, Any]) -> Partner:
-        return partner_from_row(row, self.uow.cipher)
+        return partner_from_row(row, self.session.cipher)
 
     async def add(self, partner: Partner) -> bool:
         params = {
@@ -129,26 +127,26 @@ class PostgresPartnerRepository(PartnerRepository):
             "base_url": partner.base_url,
             "token_url": partner.token_url,
             "client_id": partner.client_id,
-            "client_secret": seal(self.uow.cipher, PARTNER_CLIENT_SECRET, partner.id, partner.client_secret),
+            "client_secret": seal(self.session.cipher, PARTNER_CLIENT_SECRET, partner.id, partner.client_secret),
             "rate_limit_rpm": partner.rate_limit_rpm,
             "send_path": partner.send_path,
             "records_path": partner.records_path,
             "created_at": partner.created_at,
         }
         async with db_errors():
-            row = (await self.uow.connection.execute(_ADD_PARTNER, params)).first()
+            row = (await self.session.execute(_ADD_PARTNER, params)).first()
         return row is not None
 
     async def get(self, partner_id: UUID) -> Partner | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_GET_PARTNER, {"id": partner_id})).mappings().first()
+            row = (await self.session.execute(_GET_PARTNER, {"id": partner_id})).mappings().first()
         return self._partner(row) if row else None
 
     async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
         if not partner_ids:
             return {}
         async with db_errors():
-            rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+            rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
             partners = [self._partner(row) for row in rows]
         return {p.id: p for p in partners}
 
@@ -156,13 +154,13 @@ class PostgresPartnerRepository(PartnerRepository):
         if not partner_ids:
             return {}
         async with db_errors():
-            rows = (await self.uow.connection.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
-            partners = [usable_partner_from_row(row, self.uow.cipher) for row in rows]
+            rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+            partners = [usable_partner_from_row(row, self.session.cipher) for row in rows]
         return {p.id: p for p in partners}
 
     async def list(self, page: PageRequest) -> Page[Partner]:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT_PARTNERS)).scalar_one()
             rows = (await conn.execute(_LIST_PARTNERS, {"limit": page.per_page, "offset": page.offset})).mappings()
             items = [self._partner(row) for row in rows]
@@ -170,16 +168,16 @@ class PostgresPartnerRepository(PartnerRepository):
 
 
 class PostgresTransactionRepository(TransactionRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def add(self, transaction: ExchangeTransaction) -> None:
         async with db_errors():
-            await self.uow.connection.execute(
+            await self.session.execute(
                 _ADD_TRANSACTION,
                 {
                     "id": transaction.id,
-                    "payload": seal_json(self.uow.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload),
+                    "payload": seal_json(self.session.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload),
                     "created_by": transaction.created_by,
                     "created_at": transaction.created_at,
                 },
@@ -187,10 +185,10 @@ class PostgresTransactionRepository(TransactionRepository):
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
+            row = (await self.session.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
         if row is None:
             return None
-        payload = unseal_json(self.uow.cipher, TRANSACTION_PAYLOAD, row["id"], row["payload"])
+        payload = unseal_json(self.session.cipher, TRANSACTION_PAYLOAD, row["id"], row["payload"])
         return ExchangeTransaction(
             id=row["id"], payload=payload, created_by=row["created_by"], created_at=row["created_at"]
         )
@@ -198,4 +196,4 @@ class PostgresTransactionRepository(TransactionRepository):
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
         params = {"age": older_than.total_seconds(), "limit": limit}
         async with db_errors():
-            return int((await self.uow.connection.execute(_PURGE_DELIVERED, params)).scalar_one())
+            return int((await self.session.execute(_PURGE_DELIVERED, params)).scalar_one())

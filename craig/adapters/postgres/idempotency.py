@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import BYTEA, JSONB
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
+from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.notify import PostgresListener
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import RESPONSE_BODY
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, SlotStatus, StoredResponse
@@ -30,11 +33,6 @@ from craig.ports.idempotency import (
     IdempotencyStats,
     IdempotencyStore,
 )
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.database import PostgresDatabase
-    from craig.adapters.postgres.notify import PostgresListener
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 CHANNEL = "craig_idempotency"
 _COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, slot_id, started_at,
@@ -229,12 +227,16 @@ class PostgresIdempotencyStore(IdempotencyStore):
 
 
 class PostgresIdempotencySlots(IdempotencySlots):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def finalize_succeeded(self, cache_key: str, token: int, response: StoredResponse) -> None:
-        conn = self.uow.connection
-        body = self.uow.cipher.encrypt_bytes(response.body, RESPONSE_BODY.context(cache_key)) if response.body else None
+        conn = await self.session.connection()
+        body = (
+            self.session.cipher.encrypt_bytes(response.body, RESPONSE_BODY.context(cache_key))
+            if response.body
+            else None
+        )
         async with db_errors():
             done = (
                 await conn.execute(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -12,16 +12,13 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
-from craig.adapters.postgres.database import json_value
+from craig.adapters.postgres.database import PostgresDatabase, json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
 from craig.ports.messaging import UNROUTED
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.database import PostgresDatabase
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _COLUMNS = """consumer, event_id, envelope, queue, received_at, processed_at, failed_at, error_count,
               last_error, first_failed_at"""
@@ -152,17 +149,17 @@ def _params(consumer: str, envelope: EventEnvelope, queue: str) -> dict[str, Any
 
 
 class PostgresInboxRepository(InboxRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
         async with db_errors():
-            row = (await self.uow.connection.execute(_BEGIN, _params(consumer, envelope, queue))).mappings().one()
+            row = (await self.session.execute(_BEGIN, _params(consumer, envelope, queue))).mappings().one()
         return _record(row)
 
     async def mark_processed(self, consumer: str, event_id: UUID) -> None:
         async with db_errors():
-            await self.uow.connection.execute(_PROCESSED, {"consumer": consumer, "event_id": event_id})
+            await self.session.execute(_PROCESSED, {"consumer": consumer, "event_id": event_id})
 
     async def record_failure(
         self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
@@ -174,12 +171,12 @@ class PostgresInboxRepository(InboxRepository):
             "retry_in": None if retry_in is None else retry_in.total_seconds(),
         }
         async with db_errors():
-            row = (await self.uow.connection.execute(_FAILURE, params)).mappings().one()
+            row = (await self.session.execute(_FAILURE, params)).mappings().one()
         return _record(row)
 
     async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
         async with db_errors():
-            row = (await self.uow.connection.execute(_RESET, {"consumer": consumer, "event_id": event_id})).first()
+            row = (await self.session.execute(_RESET, {"consumer": consumer, "event_id": event_id})).first()
         return row is not None
 
 

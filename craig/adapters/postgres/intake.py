@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from sqlalchemy import text
 
 from craig.adapters.intake_codec import referral_columns, referral_from_columns
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain.intake import Referral
 from craig.ports.intake import ReferralRepository
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _COLUMNS = (
     "id, reference, reporter_name, reporter_phone, reporter_email, child_details, concern, location, "
@@ -30,15 +27,15 @@ _GET = text(f"SELECT {_COLUMNS} FROM referrals WHERE id = :id")
 
 
 class PostgresReferralRepository(ReferralRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def add(self, referral: Referral) -> None:
-        columns = referral_columns(self.uow.cipher, referral)
+        columns = referral_columns(self.session.cipher, referral)
         async with db_errors():
-            await self.uow.connection.execute(_INSERT, columns)
+            await self.session.execute(_INSERT, columns)
 
     async def get(self, referral_id: UUID) -> Referral | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_GET, {"id": referral_id})).mappings().first()
-        return referral_from_columns(self.uow.cipher, row) if row else None
+            row = (await self.session.execute(_GET, {"id": referral_id})).mappings().first()
+        return referral_from_columns(self.session.cipher, row) if row else None

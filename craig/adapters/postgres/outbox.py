@@ -22,7 +22,6 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from sqlalchemy import text
@@ -31,9 +30,11 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import bindparam
 
-from craig.adapters.postgres.database import json_value
+from craig.adapters.postgres.database import PostgresDatabase, json_value
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_pass import stage_params
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -44,11 +45,6 @@ from craig.ports.outbox import (
     OutboxWriter,
     PublishFailure,
 )
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.database import PostgresDatabase
-    from craig.adapters.postgres.notify import PostgresListener
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 CHANNEL = "craig_outbox"
 
@@ -187,12 +183,12 @@ def _envelope(raw: object) -> EventEnvelope:
 
 
 class PostgresOutboxWriter(OutboxWriter):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def stage(self, envelope: EventEnvelope) -> None:
         async with db_errors():
-            await self.uow.connection.execute(
+            await self.session.execute(
                 _STAGE,
                 {
                     "id": envelope.id,
@@ -209,7 +205,7 @@ class PostgresOutboxWriter(OutboxWriter):
                 await self.stage(envelope)
             return
         async with db_errors():
-            await self.uow.connection.execute(_STAGE_MANY, stage_params(envelopes))
+            await self.session.execute(_STAGE_MANY, stage_params(envelopes))
 
 
 class _PostgresBatch(OutboxBatch):

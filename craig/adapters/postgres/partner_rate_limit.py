@@ -10,19 +10,16 @@ transaction: milliseconds); none can ever grant a slot another already holds.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.send_job_pass import RESERVE_CTES
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.partner_rate_limit import Reservation
 from craig.ports.exchange import PartnerRateLimits
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 # The GCRA is the send-job pass's own fragment, over a one-key ``demand``.
 _RESERVE = text(
@@ -37,8 +34,8 @@ _CREATE = text("INSERT INTO exchange_rate_limits (key, tat) VALUES (:key, '-infi
 
 
 class PostgresPartnerRateLimits(PartnerRateLimits):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def reserve(self, key: UUID, rate_per_minute: int, count: int, max_wait: timedelta) -> list[Reservation]:
         interval = gcra.interval_for(rate_per_minute)
@@ -49,7 +46,7 @@ class PostgresPartnerRateLimits(PartnerRateLimits):
             "interval": interval.total_seconds(),
         }
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             row = (await conn.execute(_RESERVE, params)).first()
             if row is None:  # first use of this key
                 await conn.execute(_CREATE, {"key": key})

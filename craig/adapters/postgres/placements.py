@@ -10,12 +10,13 @@ row that references a home) neither queues behind an activation nor can deadlock
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import RowMapping, text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import (
     EndReason,
@@ -26,9 +27,6 @@ from craig.domain.placements import (
     UnknownPlacement,
 )
 from craig.ports.placements import FosterHomeRepository, FosterHomeStats, PlacementRepository
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 _HOME = "id, name, capacity, occupancy, created_by, created_at"
 _INSERT_HOME = text(
@@ -123,12 +121,12 @@ def _placement_params(placement: Placement) -> dict[str, Any]:
 
 
 class PostgresFosterHomeRepository(FosterHomeRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def _one(self, statement: Any, params: Mapping[str, Any]) -> FosterHome | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(statement, params)).mappings().first()
+            row = (await self.session.execute(statement, params)).mappings().first()
         return _home(row) if row else None
 
     async def add(self, home: FosterHome) -> None:
@@ -141,7 +139,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
             "created_at": home.created_at,
         }
         async with db_errors():
-            await self.uow.connection.execute(_INSERT_HOME, params)
+            await self.session.execute(_INSERT_HOME, params)
 
     async def get(self, home_id: UUID) -> FosterHome | None:
         return await self._one(_GET_HOME, {"id": home_id})
@@ -165,7 +163,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT_HOMES)).mappings().one()["homes"]
             rows = await conn.execute(_LIST_HOMES, {"limit": page.per_page, "offset": page.offset})
             items = [_home(row) for row in rows.mappings()]
@@ -173,7 +171,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
 
     async def stats(self, sample: int) -> FosterHomeStats:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             counts = (await conn.execute(_COUNT_HOMES)).mappings().one()
             full = [_home(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
             drifted = [row[0] for row in await conn.execute(_DRIFTED_HOMES)]
@@ -181,17 +179,17 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
 
 
 class PostgresPlacementRepository(PlacementRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def _one(self, statement: Any, placement_id: UUID) -> Placement | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(statement, {"id": placement_id})).mappings().first()
+            row = (await self.session.execute(statement, {"id": placement_id})).mappings().first()
         return _placement(row) if row else None
 
     async def add(self, placement: Placement) -> None:
         async with db_errors():
-            await self.uow.connection.execute(_INSERT_PLACEMENT, _placement_params(placement))
+            await self.session.execute(_INSERT_PLACEMENT, _placement_params(placement))
 
     async def get(self, placement_id: UUID) -> Placement | None:
         return await self._one(_GET_PLACEMENT, placement_id)
@@ -201,10 +199,10 @@ class PostgresPlacementRepository(PlacementRepository):
 
     async def update(self, placement: Placement) -> None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_UPDATE_PLACEMENT, _placement_params(placement))).first()
+            row = (await self.session.execute(_UPDATE_PLACEMENT, _placement_params(placement))).first()
         if row is None:
             raise UnknownPlacement(placement.id)
 
     async def count_active_in(self, home_id: UUID) -> int:
         async with db_errors():
-            return int((await self.uow.connection.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())
+            return int((await self.session.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())

@@ -5,20 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import JSONB
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.session import PostgresSession
 from craig.domain.pages import Page, PageRequest
 from craig.domain.rule_documents import parse_rules
 from craig.domain.rules import RuleSet
 from craig.ports.rules import RuleSetRepository, RuleSetSummary
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 # Serializes writers of one name until their transaction ends, so max(version) + 1 is safe.
 _LOCK_NAME = text("SELECT pg_advisory_xact_lock(hashtextextended('craig.rule_sets:' || :name, 0))")
@@ -59,14 +57,14 @@ def _rule_set(row: Mapping[Any, Any]) -> RuleSet:
 
 
 class PostgresRuleSetRepository(RuleSetRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def add_version(
         self, name: str, document: Sequence[Mapping[str, Any]], created_by: UUID, created_at: datetime
     ) -> int:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             await conn.execute(_LOCK_NAME, {"name": name})
             result = await conn.execute(
                 _INSERT,
@@ -76,17 +74,17 @@ class PostgresRuleSetRepository(RuleSetRepository):
 
     async def latest(self, name: str) -> RuleSet | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_LATEST, {"name": name})).mappings().first()
+            row = (await self.session.execute(_LATEST, {"name": name})).mappings().first()
         return _rule_set(row) if row else None
 
     async def get(self, name: str, version: int) -> RuleSet | None:
         async with db_errors():
-            row = (await self.uow.connection.execute(_GET, {"name": name, "version": version})).mappings().first()
+            row = (await self.session.execute(_GET, {"name": name, "version": version})).mappings().first()
         return _rule_set(row) if row else None
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             total = (await conn.execute(_COUNT)).scalar_one()
             rows = (await conn.execute(_LIST, {"limit": page.per_page, "offset": page.offset})).mappings()
             items = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -32,15 +32,13 @@ from craig.adapters.postgres.send_job_pass import (
     job_from_row,
     record_params,
 )
+from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json
 from craig.domain import exchange as model
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import SendJobRepository, SendJobStats
-
-if TYPE_CHECKING:
-    from craig.adapters.postgres.uow import PostgresUnitOfWork
 
 UUIDS = ARRAY(PG_UUID(as_uuid=True))
 
@@ -138,19 +136,19 @@ def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, list[A
 
 
 class PostgresSendJobRepository(SendJobRepository):
-    def __init__(self, uow: PostgresUnitOfWork) -> None:
-        self.uow = uow
+    def __init__(self, session: PostgresSession) -> None:
+        self.session = session
 
     async def _rows(self, statement: Any, params: Mapping[str, Any]) -> list[SendJob]:
         async with db_errors():
-            result = await self.uow.connection.execute(statement, params)
-            return [job_from_row(row, self.uow.cipher) for row in result.mappings()]
+            result = await self.session.execute(statement, params)
+            return [job_from_row(row, self.session.cipher) for row in result.mappings()]
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         if not jobs:
             return
         async with db_errors():
-            await self.uow.connection.execute(_ADD, add_params(jobs, self.uow.cipher))
+            await self.session.execute(_ADD, add_params(jobs, self.session.cipher))
 
     async def get(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_GET, {"id": job_id})
@@ -176,7 +174,7 @@ class PostgresSendJobRepository(SendJobRepository):
     async def defer(self, job: SendJob, wait: timedelta) -> bool:
         params = {"id": job.id, "token": job.lease_token, "wait": wait.total_seconds()}
         async with db_errors():
-            return (await self.uow.connection.execute(_DEFER, params)).first() is not None
+            return (await self.session.execute(_DEFER, params)).first() is not None
 
     async def retry_failed(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_RETRY_FAILED, {"id": job_id})
@@ -184,7 +182,7 @@ class PostgresSendJobRepository(SendJobRepository):
 
     async def stats(self) -> SendJobStats:
         async with db_errors():
-            conn = self.uow.connection
+            conn = await self.session.connection()
             live = (await conn.execute(_LIVE_STATS)).mappings().one()
             counts = {str(JobStatus.PENDING): live["pending"], str(JobStatus.IN_FLIGHT): live["in_flight"]}
             for status, count in _HISTORY_COUNTS.items():

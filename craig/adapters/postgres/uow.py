@@ -1,14 +1,31 @@
-"""The PostgreSQL unit of work: one pooled connection, one transaction, savepoints."""
+"""The PostgreSQL unit of work: one pooled connection, one transaction, savepoints.
+
+Each repository is built the first time it is used, on the unit of work's session.
+"""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from craig.adapters.postgres.attachments import PostgresAttachmentRepository
+from craig.adapters.postgres.cases import PostgresCaseRepository
+from craig.adapters.postgres.contacts import PostgresContactRepository
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
-from craig.adapters.transaction import TransactionalUnitOfWork, UnitOfWorkMisuse
+from craig.adapters.postgres.exchange import PostgresPartnerRepository, PostgresTransactionRepository
+from craig.adapters.postgres.idempotency import PostgresIdempotencySlots
+from craig.adapters.postgres.inbox import PostgresInboxRepository
+from craig.adapters.postgres.intake import PostgresReferralRepository
+from craig.adapters.postgres.outbox import PostgresOutboxWriter
+from craig.adapters.postgres.partner_rate_limit import PostgresPartnerRateLimits
+from craig.adapters.postgres.placements import PostgresFosterHomeRepository, PostgresPlacementRepository
+from craig.adapters.postgres.rules import PostgresRuleSetRepository
+from craig.adapters.postgres.send_jobs import PostgresSendJobRepository
+from craig.adapters.postgres.session import PostgresSession
+from craig.adapters.transaction import TransactionalUnitOfWork
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
@@ -16,20 +33,67 @@ from craig.ports.unit_of_work import UnitOfWork
 class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
     def __init__(self, database: PostgresDatabase, cipher: FieldCipher) -> None:
         super().__init__()
-        #: Sensitive columns go through this on every write and read.
-        self.cipher = cipher
         self.database = database
-        self._conn: AsyncConnection | None = None
-        from craig.adapters.postgres.repositories import attach
+        self.session = PostgresSession(cipher, self.autobegin)
 
-        attach(self)
+    # --- repositories, built when first used ----------------------------------------------
+    @cached_property
+    def outbox(self) -> PostgresOutboxWriter:
+        return PostgresOutboxWriter(self.session)
 
-    @property
-    def connection(self) -> AsyncConnection:
-        if self._conn is None:
-            raise UnitOfWorkMisuse("postgres repository used outside an `async with uow:` block")
-        return self._conn
+    @cached_property
+    def inbox(self) -> PostgresInboxRepository:
+        return PostgresInboxRepository(self.session)
 
+    @cached_property
+    def idempotency(self) -> PostgresIdempotencySlots:
+        return PostgresIdempotencySlots(self.session)
+
+    @cached_property
+    def cases(self) -> PostgresCaseRepository:
+        return PostgresCaseRepository(self.session)
+
+    @cached_property
+    def contacts(self) -> PostgresContactRepository:
+        return PostgresContactRepository(self.session)
+
+    @cached_property
+    def attachments(self) -> PostgresAttachmentRepository:
+        return PostgresAttachmentRepository(self.session)
+
+    @cached_property
+    def foster_homes(self) -> PostgresFosterHomeRepository:
+        return PostgresFosterHomeRepository(self.session)
+
+    @cached_property
+    def placements(self) -> PostgresPlacementRepository:
+        return PostgresPlacementRepository(self.session)
+
+    @cached_property
+    def partners(self) -> PostgresPartnerRepository:
+        return PostgresPartnerRepository(self.session)
+
+    @cached_property
+    def exchange_transactions(self) -> PostgresTransactionRepository:
+        return PostgresTransactionRepository(self.session)
+
+    @cached_property
+    def send_jobs(self) -> PostgresSendJobRepository:
+        return PostgresSendJobRepository(self.session)
+
+    @cached_property
+    def partner_rate_limits(self) -> PostgresPartnerRateLimits:
+        return PostgresPartnerRateLimits(self.session)
+
+    @cached_property
+    def referrals(self) -> PostgresReferralRepository:
+        return PostgresReferralRepository(self.session)
+
+    @cached_property
+    def rule_sets(self) -> PostgresRuleSetRepository:
+        return PostgresRuleSetRepository(self.session)
+
+    # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:
         async with db_errors():
             conn = await self.database.engine.connect()
@@ -38,10 +102,13 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
             except BaseException:
                 await conn.close()
                 raise
-        self._conn = conn
+        self.session.current = conn
 
     async def _finish(self, commit: bool) -> None:
-        conn, self._conn = self.connection, None
+        conn: AsyncConnection | None = self.session.current
+        self.session.current = None
+        if conn is None:
+            return
         try:
             async with db_errors():
                 if commit:
@@ -59,7 +126,7 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
 
     async def _savepoint(self) -> Any:
         async with db_errors():
-            return await self.connection.begin_nested()
+            return await (await self.session.connection()).begin_nested()
 
     async def _release_savepoint(self, savepoint: Any) -> None:
         async with db_errors():

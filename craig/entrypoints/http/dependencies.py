@@ -10,8 +10,8 @@ from litestar.params import SkipValidation
 
 from craig.domain.access import Principal
 from craig.entrypoints.container import Container
+from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.auth import principal_of
-from craig.entrypoints.http.idempotency import UOW_STATE_KEY
 from craig.ports.unit_of_work import UnitOfWork
 
 
@@ -25,13 +25,12 @@ async def provide_principal(request: Request[Any, Any, Any]) -> Principal:
 
 
 async def provide_uow(request: Request[Any, Any, Any]) -> UnitOfWork:
-    """The idempotency layer's held unit of work when there is one, else a fresh one."""
-    state = request.scope.setdefault("state", {})  # type: ignore[typeddict-item]
-    uow = state.get(UOW_STATE_KEY)
-    if uow is None:
-        uow = request.app.state.container.uow()
-        state[UOW_STATE_KEY] = uow
-    return uow  # type: ignore[no-any-return]
+    """The request's transaction when the idempotency layer opened one, else a fresh unit of work."""
+    bound = request_transaction.current()
+    if bound is not None:
+        return bound.uow
+    uow: UnitOfWork = request.app.state.container.uow()
+    return uow
 
 
 #: Handler parameter types (Litestar 2.23+ style: dependencies are named explicitly). The unit of

@@ -1,9 +1,9 @@
 """The ``Idempotency-Key`` layer for every POST and PATCH under ``/v1`` and ``/intake``.
 
 It only translates HTTP to :class:`craig.usecases.idempotent_request.IdempotentRequests`:
-buffer the body, fingerprint it, claim/replay/wait, run the handler on a request-scoped unit of
-work whose commits are held (its claim kept alive meanwhile), then finalize in that same
-transaction *before* the response leaves, so a client never sees a success whose effects or
+buffer the body, fingerprint it, claim/replay/wait, open the request's transaction and run the
+handler in it (its claim kept alive meanwhile), then store the response in that same
+transaction and commit it *before* the response leaves, so a client never sees a success whose effects or
 stored response could still be lost. A client that disconnects before its body is complete has
 sent no request: nothing is claimed, nothing runs, there is no one to answer.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from typing import Any
-from uuid import UUID
 
 import structlog
 from litestar.datastructures import Headers
@@ -24,16 +23,22 @@ from craig.domain.access import Principal
 from craig.domain.fingerprint import InvalidIdempotencyKey
 from craig.domain.idempotency import ClaimLost, StoredResponse
 from craig.entrypoints import metrics
+from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
-from craig.ports.errors import PortError
-from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.idempotent_request import Busy, IdempotentRequests, Mismatch, Proceed, Replay
+from craig.entrypoints.http.request_transaction import RequestTransaction
+from craig.ports.errors import TransientConflict, Unavailable
+from craig.usecases.idempotent_request import (
+    Busy,
+    IdempotentRequests,
+    IdempotentRequestsWork,
+    Mismatch,
+    Proceed,
+    Replay,
+)
 
 log = structlog.get_logger(__name__)
 
 HEADER = "idempotency-key"
-UOW_STATE_KEY = "craig.uow"
-SLOT_STATE_KEY = "craig.idempotency_slot_id"
 #: Route ``opt`` key: ``opt={"idempotency": "required"}`` makes the header mandatory.
 OPT_KEY = "idempotency"
 METHODS = frozenset({"POST", "PATCH"})
@@ -45,7 +50,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
     def __init__(
         self,
         requests: Callable[[], IdempotentRequests],
-        uow_factory: Callable[[], UnitOfWork],
+        uow_factory: Callable[[], IdempotentRequestsWork],
         max_body_bytes: int,
     ) -> None:
         self.requests = requests
@@ -126,26 +131,21 @@ class IdempotencyMiddleware(ASGIMiddleware):
         requests: IdempotentRequests,
         claim: Proceed,
     ) -> None:
-        uow = self.uow_factory()
-        uow.hold_commits()
-        state = scope.setdefault("state", {})
-        state[UOW_STATE_KEY] = uow
-        state[SLOT_STATE_KEY] = claim.slot.slot_id
         captured: list[Message] = []
 
         async def capture(message: Message) -> None:
             captured.append(message)
 
+        uow = self.uow_factory()
         async with requests.keep_claim(claim.slot):
             try:
-                await next_app(scope, _replay_body(body), capture)
-            except BaseException as error:
-                await uow.release(commit=False)
-                await requests.fail(claim.slot, f"handler raised {type(error).__name__}")
-                raise
-            status, headers, response_body = _collect(captured)
-            try:
-                await requests.complete(claim.slot, uow, status, headers, response_body)
+                # The request's transaction: the handler's use cases nest in it, and the
+                # response is stored in it before it commits.
+                async with uow:
+                    with request_transaction.bound(RequestTransaction(uow, claim.slot.slot_id)):
+                        await next_app(scope, _replay_body(body), capture)
+                    status, headers, response_body = _collect(captured)
+                    stored = await requests.complete(claim.slot, uow, status, headers, response_body)
             except ClaimLost:
                 metrics.idempotency_outcomes.labels("claim_lost").inc()
                 await _answer(
@@ -157,7 +157,9 @@ class IdempotencyMiddleware(ASGIMiddleware):
                     headers=[(b"retry-after", b"1")],
                 )
                 return
-            except PortError as error:
+            except (Unavailable, TransientConflict) as error:
+                # Only the finalize raises these here: the handler answers its own errors.
+                await requests.fail(claim.slot, f"finalize failed: {error}")
                 log.warning("idempotent finalize failed", error=str(error))
                 await _answer(
                     send,
@@ -167,6 +169,12 @@ class IdempotencyMiddleware(ASGIMiddleware):
                     headers=[(b"retry-after", b"1")],
                 )
                 return
+            except BaseException as error:
+                # The handler raised, or the finalize failed for good: nothing was committed.
+                await requests.fail(claim.slot, f"request failed: {type(error).__name__}")
+                raise
+        if not stored:
+            await requests.fail(claim.slot, f"handler answered {status} (not final)")
         metrics.idempotency_outcomes.labels("executed").inc()
         for message in captured:
             await send(message)
@@ -175,17 +183,6 @@ class IdempotencyMiddleware(ASGIMiddleware):
 def _body_limit(handler: Any, default: int) -> int:
     limit = getattr(handler, "request_max_body_size", None) if handler is not None else None
     return int(limit) if isinstance(limit, int) and limit > 0 else default
-
-
-def slot_identity(scope: Scope) -> UUID | None:
-    """The ``slot_id`` of the idempotency slot this request runs under (None without a key).
-
-    It is born with the slot and kept by every re-claim of it (a retry after a failure or a
-    crash), and a slot made again for the same key after the old one was purged gets a new
-    one: a handler derives the ids of what it creates from it, so that a retry finds the
-    earlier attempt and a new request with a recycled key does not."""
-    value = scope.get("state", {}).get(SLOT_STATE_KEY)
-    return value if isinstance(value, UUID) else None
 
 
 class _Unread(enum.Enum):

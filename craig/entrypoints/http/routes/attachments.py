@@ -16,8 +16,8 @@ from craig.domain.attachments import Attachment, content_disposition_attachment
 from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
 from craig.domain.errors import InvalidInput
 from craig.domain.pages import PageRequest
+from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
-from craig.entrypoints.http.idempotency import slot_identity
 from craig.entrypoints.http.routes.cases import CONTACT, page_json
 from craig.ports.object_store import Download
 
@@ -79,7 +79,8 @@ def _retry_identity(request: Request[Any, Any, Any]) -> UUID | None:
     identity, so a retry in that slot (after a lost response, a failure or a crash) resumes the
     first attempt instead of duplicating it, while the same key used again after its slot was
     purged makes a new slot and so a new attachment."""
-    slot_id = slot_identity(request.scope)
+    bound = request_transaction.current()
+    slot_id = bound.slot_id if bound is not None else None
     return None if slot_id is None else uuid5(RETRY_ID_NAMESPACE, slot_id.hex)
 
 
