@@ -11,8 +11,10 @@ embedded   PostgreSQL 18 run by Craig       in-process bus    local filesystem
 production PostgreSQL (CRAIG_DATABASE__URL) RabbitMQ          S3 / MinIO
 ========== ================================ ================= ======================
 
-Use cases receive their ports through their constructors; a request-scoped unit of work is
-passed at call time (``container.create_case(uow=request_uow)``). Tests override providers.
+Use cases receive their ports through their constructors. Those that run in a request's
+transaction are factories called with it (``container.open_case(uow=request_uow)``); the HTTP
+adapter does that in :mod:`craig.entrypoints.http.use_cases`, so no route sees the container.
+Tests override providers.
 """
 
 from __future__ import annotations

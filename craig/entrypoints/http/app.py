@@ -19,13 +19,14 @@ from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
 from craig.entrypoints.http.client_limits import ClientRateLimitMiddleware
-from craig.entrypoints.http.dependencies import DEPENDENCIES
+from craig.entrypoints.http.dependencies import DEPENDENCIES, client_address_dependency, unit_of_work_dependency
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
+from craig.entrypoints.http.use_cases import use_case_dependencies
 from craig.entrypoints.settings import Settings, cors_origins
 from craig.entrypoints.tokens import TokenVerifier
 from craig.usecases.idempotent_request import IdempotencyPolicy, IdempotentRequests
@@ -130,7 +131,12 @@ def create_app(
             v1,
             intake,
         ],
-        dependencies=DEPENDENCIES,
+        dependencies={
+            **DEPENDENCIES,
+            "uow": unit_of_work_dependency(lambda: container.uow()),
+            "client_address": client_address_dependency(settings.http.trusted_proxies),
+            **use_case_dependencies(container),
+        },
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[RequestMetrics()],
         before_send=[security_headers],
@@ -149,5 +155,5 @@ def create_app(
         lifespan=[lifespan],
         logging_config=None,
     )
-    app.state.container = container
+    app.state.attachment_max_bytes = settings.attachments.max_bytes
     return app

@@ -1,7 +1,9 @@
-"""Litestar dependencies: the principal, the request-scoped unit of work, the container."""
+"""Litestar dependencies every route may declare: the principal, the request's unit of work and
+the client's address. The use cases routes declare are in :mod:`craig.entrypoints.http.use_cases`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Request
@@ -9,38 +11,39 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import SkipValidation
 
 from craig.domain.access import Principal
-from craig.entrypoints.container import Container
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.auth import principal_of
+from craig.entrypoints.http.client_limits import request_client_ip
 from craig.ports.unit_of_work import UnitOfWork
-
-
-async def provide_container(request: Request[Any, Any, Any]) -> Container:
-    container: Container = request.app.state.container
-    return container
 
 
 async def provide_principal(request: Request[Any, Any, Any]) -> Principal:
     return principal_of(request.scope.get("user"))
 
 
-async def provide_uow(request: Request[Any, Any, Any]) -> UnitOfWork:
+def unit_of_work_dependency(new_unit_of_work: Callable[[], UnitOfWork]) -> Provide:
     """The request's transaction when the idempotency layer opened one, else a fresh unit of work."""
-    bound = request_transaction.current()
-    if bound is not None:
-        return bound.uow
-    uow: UnitOfWork = request.app.state.container.uow()
-    return uow
+
+    async def provide_uow() -> UnitOfWork:
+        bound = request_transaction.current()
+        return bound.uow if bound is not None else new_unit_of_work()
+
+    return Provide(provide_uow)
+
+
+def client_address_dependency(trusted_proxies: str) -> Provide:
+    """The client's IP address (``X-Forwarded-For`` only from a trusted proxy), or None."""
+
+    async def provide_client_address(request: Request[Any, Any, Any]) -> str | None:
+        return request_client_ip(request.scope, trusted_proxies)
+
+    return Provide(provide_client_address)
 
 
 #: Handler parameter types (Litestar 2.23+ style: dependencies are named explicitly). The unit of
 #: work is a Protocol, which Litestar cannot isinstance-check, so its validation is skipped.
 UoW = NamedDependency[SkipValidation[UnitOfWork]]
 Me = NamedDependency[Principal]
-AppContainer = NamedDependency[SkipValidation[Container]]
+ClientAddress = NamedDependency[str | None]
 
-DEPENDENCIES = {
-    "container": Provide(provide_container),
-    "principal": Provide(provide_principal),
-    "uow": Provide(provide_uow),
-}
+DEPENDENCIES = {"principal": Provide(provide_principal)}

@@ -8,6 +8,7 @@ from uuid import UUID, uuid5
 
 from litestar import HttpMethod, Request, Response, get
 from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
@@ -17,9 +18,10 @@ from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OV
 from craig.domain.errors import InvalidInput
 from craig.domain.pages import PageRequest
 from craig.entrypoints.http import request_transaction
-from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.dependencies import Me
 from craig.entrypoints.http.routes.cases import CONTACT, page_json
 from craig.ports.object_store import Download
+from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
 
 ATTACHMENTS = f"{CONTACT}/attachments"
 ATTACHMENT = f"{ATTACHMENTS}/{{attachment_id:uuid}}"
@@ -55,7 +57,7 @@ class AttachmentUploadRoute(HTTPRouteHandler):
     @property
     def request_max_body_size(self) -> int:
         try:
-            max_bytes = int(self.app.state.container.settings().attachments.max_bytes)
+            max_bytes = int(self.app.state.attachment_max_bytes)
         except (AttributeError, TypeError):  # not (yet) served by a Craig app
             max_bytes = ATTACHMENT_MAX_BYTES
         return max_bytes + ATTACHMENT_MULTIPART_OVERHEAD_BYTES
@@ -99,9 +101,8 @@ async def upload_attachment(
     contact_id: FromPath[UUID],
     data: MultipartBody[dict[str, Any]],
     request: Request[Any, Any, Any],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    upload_attachment: NamedDependency[UploadAttachment],
 ) -> Response[dict[str, Any]]:
     """multipart/form-data: `file` (required), `attachment_type` (optional). 413 when too large,
     415 when the type is not allowed or the content does not match it, 422 when the file is empty
@@ -113,7 +114,7 @@ async def upload_attachment(
         body = await upload.read()
     finally:
         await upload.close()
-    attachment = await container.upload_attachment(uow=uow)(
+    attachment = await upload_attachment(
         principal,
         case_id,
         contact_id,
@@ -131,14 +132,13 @@ async def upload_attachment(
 async def list_attachments(
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    list_attachments: NamedDependency[ListAttachments],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> dict[str, Any]:
     """Every status: `pending` ones are still being stored (or are about to be reconciled)."""
-    found = await container.list_attachments(uow=uow)(principal, case_id, contact_id, PageRequest(page, per_page))
+    found = await list_attachments(principal, case_id, contact_id, PageRequest(page, per_page))
     return page_json(found, attachment_json)
 
 
@@ -147,11 +147,10 @@ async def get_attachment(
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],
     attachment_id: FromPath[UUID],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    get_attachment: NamedDependency[GetAttachment],
 ) -> dict[str, Any]:
-    return attachment_json(await container.get_attachment(uow=uow)(principal, case_id, contact_id, attachment_id))
+    return attachment_json(await get_attachment(principal, case_id, contact_id, attachment_id))
 
 
 async def _chunks(download: Download) -> AsyncIterator[bytes]:
@@ -167,12 +166,11 @@ async def download_attachment(
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],
     attachment_id: FromPath[UUID],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    open_attachment: NamedDependency[OpenAttachment],
 ) -> Stream:
     """The blob, streamed, as an attachment (never rendered inline). 404 while pending or failed."""
-    attachment, download = await container.open_attachment(uow=uow)(principal, case_id, contact_id, attachment_id)
+    attachment, download = await open_attachment(principal, case_id, contact_id, attachment_id)
     headers = {
         "Content-Disposition": content_disposition_attachment(attachment.file_name),
         "Content-Length": str(download.size),

@@ -8,13 +8,16 @@ from uuid import UUID
 
 import msgspec
 from litestar import Response, get, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from craig.domain.cases import Case
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.contacts import Contact
 from craig.domain.pages import Page, PageRequest
-from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.dependencies import Me
+from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
+from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 CASES = "/cases"
@@ -76,51 +79,48 @@ def page_json(page: Page[Any], render: Any) -> dict[str, Any]:
 
 @post(CASES, status_code=201, tags=["cases"], summary="Open a case")
 async def open_case(
-    data: JSONBody[NewCase], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewCase], principal: Me, open_case: NamedDependency[OpenCase]
 ) -> Response[dict[str, Any]]:
     """The caller owns the case. Answers 201 with a `Location` header."""
-    case = await container.open_case(uow=uow)(
-        principal, title=data.title, family_name=data.family_name, opened_at=data.opened_at
-    )
+    case = await open_case(principal, title=data.title, family_name=data.family_name, opened_at=data.opened_at)
     return Response(case_json(case), status_code=201, headers={"Location": f"/v1/cases/{case.id}"})
 
 
 @get(CASE, tags=["cases"], summary="One case")
-async def get_case(case_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer) -> dict[str, Any]:
+async def get_case(case_id: FromPath[UUID], principal: Me, get_case: NamedDependency[GetCase]) -> dict[str, Any]:
     """404 when the case does not exist or belongs to another case worker."""
-    return case_json(await container.get_case(uow=uow)(principal, case_id))
+    return case_json(await get_case(principal, case_id))
 
 
 @get(CASES, tags=["cases"], summary="The cases you may see")
 async def list_cases(
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    list_cases: NamedDependency[ListCases],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> dict[str, Any]:
     """Case workers see the cases they opened or are assigned to; supervisors and admins all."""
-    found = await container.list_cases(uow=uow)(principal, PageRequest(page, per_page))
+    found = await list_cases(principal, PageRequest(page, per_page))
     return page_json(found, case_json)
 
 
 @post(f"{CASE}/assignments", tags=["cases"], summary="Assign a case worker (supervisors, admins)")
 async def assign_worker(
-    case_id: FromPath[UUID], data: JSONBody[NewAssignment], uow: UoW, principal: Me, container: AppContainer
+    case_id: FromPath[UUID], data: JSONBody[NewAssignment], principal: Me, assign_worker: NamedDependency[AssignWorker]
 ) -> Response[dict[str, Any]]:
     """201 with the case when the worker is newly assigned, 200 when already assigned; 403 for
     case workers."""
-    case, assigned = await container.assign_worker(uow=uow)(principal, case_id, data.worker_sub)
+    case, assigned = await assign_worker(principal, case_id, data.worker_sub)
     return Response(case_json(case), status_code=201 if assigned else 200)
 
 
 @post(CONTACTS, status_code=201, tags=["contacts"], summary="Record a contact")
 async def record_contact(
-    case_id: FromPath[UUID], data: JSONBody[NewContact], uow: UoW, principal: Me, container: AppContainer
+    case_id: FromPath[UUID], data: JSONBody[NewContact], principal: Me, record_contact: NamedDependency[RecordContact]
 ) -> Response[dict[str, Any]]:
     """`contact_type`: home_visit, office_visit, school_visit, phone_call, video_call, collateral,
     correspondence or other. The summary is stored encrypted."""
-    contact = await container.record_contact(uow=uow)(
+    contact = await record_contact(
         principal,
         case_id,
         contact_type=data.contact_type,
@@ -134,21 +134,20 @@ async def record_contact(
 @get(CONTACTS, tags=["contacts"], summary="A case's contacts, most recent first")
 async def list_contacts(
     case_id: FromPath[UUID],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    list_contacts: NamedDependency[ListContacts],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> dict[str, Any]:
-    found = await container.list_contacts(uow=uow)(principal, case_id, PageRequest(page, per_page))
+    found = await list_contacts(principal, case_id, PageRequest(page, per_page))
     return page_json(found, contact_json)
 
 
 @get(CONTACT, tags=["contacts"], summary="One contact")
 async def get_contact(
-    case_id: FromPath[UUID], contact_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer
+    case_id: FromPath[UUID], contact_id: FromPath[UUID], principal: Me, get_contact: NamedDependency[GetContact]
 ) -> dict[str, Any]:
-    return contact_json(await container.get_contact(uow=uow)(principal, case_id, contact_id))
+    return contact_json(await get_contact(principal, case_id, contact_id))
 
 
 ROUTES = [open_case, get_case, list_cases, assign_worker, record_contact, list_contacts, get_contact]

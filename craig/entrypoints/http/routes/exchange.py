@@ -14,6 +14,7 @@ from uuid import UUID
 
 import msgspec
 from litestar import Response, get, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from craig.domain.constants import DEFAULT_PAGE_SIZE
@@ -21,10 +22,18 @@ from craig.domain.exchange import SendJob
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord
 from craig.domain.partners import Partner
-from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.dependencies import Me
 from craig.entrypoints.http.problems import ProblemException
 from craig.ports.exchange import UpstreamError
-from craig.usecases.exchange import PartnerRegistration
+from craig.usecases.exchange import (
+    GetTransaction,
+    ListPartners,
+    PartnerRegistration,
+    RegisterPartner,
+    RetrySendJob,
+    StartTransaction,
+)
+from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
 
 TAGS = ["exchange"]
 
@@ -165,45 +174,44 @@ async def _upstream_as_502() -> AsyncIterator[None]:
 
 @post("/exchange/partners", status_code=201, tags=TAGS, summary="Register a partner agency (admin)")
 async def register_partner(
-    data: JSONBody[NewPartnerBody], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewPartnerBody], principal: Me, register_partner: NamedDependency[RegisterPartner]
 ) -> Response[PartnerView]:
     command = PartnerRegistration(**msgspec.structs.asdict(data))
-    partner = await container.register_partner(uow=uow)(principal, command)
+    partner = await register_partner(principal, command)
     return Response(_partner(partner), status_code=201, headers={"Location": f"/v1/exchange/partners/{partner.id}"})
 
 
 @get("/exchange/partners", tags=TAGS, summary="Partners by name, paginated")
 async def list_partners(
-    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+    list_partners: NamedDependency[ListPartners], page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
 ) -> PartnerPage:
-    result = await container.list_partners(uow=uow)(PageRequest(page=page, per_page=per_page))
+    result = await list_partners(PageRequest(page=page, per_page=per_page))
     return PartnerPage([_partner(p) for p in result.items], result.page, result.per_page, result.total)
 
 
 @get("/exchange/partners/{partner_id:uuid}", tags=TAGS, summary="A partner and a preview of its records")
-async def show_partner(partner_id: FromPath[UUID], uow: UoW, container: AppContainer) -> PartnerDetail:
-    overview = await container.show_partner(uow=uow)(partner_id)
+async def show_partner(partner_id: FromPath[UUID], show_partner: NamedDependency[ShowPartner]) -> PartnerDetail:
+    overview = await show_partner(partner_id)
     return PartnerDetail(_partner(overview.partner), _records(overview.recent_records), overview.degraded)
 
 
 @get("/exchange/partners/{partner_id:uuid}/records", tags=TAGS, summary="One page of the partner's records")
 async def partner_records(
     partner_id: FromPath[UUID],
-    uow: UoW,
-    container: AppContainer,
+    read_partner_records: NamedDependency[ReadPartnerRecords],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> RecordPage:
     request = PageRequest(page=page, per_page=per_page)
     async with _upstream_as_502():
-        return _records(await container.read_partner_records(uow=uow)(partner_id, request))
+        return _records(await read_partner_records(partner_id, request))
 
 
 @post("/exchange/transactions", status_code=202, tags=TAGS, summary="Send a payload to partners")
 async def start_transaction(
-    data: JSONBody[NewTransactionBody], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewTransactionBody], principal: Me, start_exchange_transaction: NamedDependency[StartTransaction]
 ) -> Response[TransactionAccepted]:
-    view = await container.start_exchange_transaction(uow=uow)(principal, data.partner_ids, data.payload)
+    view = await start_exchange_transaction(principal, data.partner_ids, data.payload)
     body = TransactionAccepted(
         id=view.transaction.id,
         jobs=[JobSummary(j.id, j.partner_id, str(j.status), j.correlation_id) for j in view.jobs],
@@ -214,16 +222,16 @@ async def start_transaction(
 
 @get("/exchange/transactions/{transaction_id:uuid}", tags=TAGS, summary="A transaction and its send jobs")
 async def show_transaction(
-    transaction_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer
+    transaction_id: FromPath[UUID], principal: Me, get_exchange_transaction: NamedDependency[GetTransaction]
 ) -> TransactionView:
-    view = await container.get_exchange_transaction(uow=uow)(principal, transaction_id)
+    view = await get_exchange_transaction(principal, transaction_id)
     t = view.transaction
     return TransactionView(t.id, t.created_by, t.created_at, [_job(j) for j in view.jobs])
 
 
 @post("/exchange/jobs/{job_id:uuid}/retry", status_code=202, tags=TAGS, summary="Requeue a failed job (supervisor)")
-async def retry_job(job_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer) -> JobView:
-    return _job(await container.retry_send_job(uow=uow)(principal, job_id))
+async def retry_job(job_id: FromPath[UUID], principal: Me, retry_send_job: NamedDependency[RetrySendJob]) -> JobView:
+    return _job(await retry_send_job(principal, job_id))
 
 
 ROUTES = [

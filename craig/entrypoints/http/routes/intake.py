@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 import msgspec
-from litestar import Request, Response, post
+from litestar import Response, post
+from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from craig.domain.constants import INTAKE_MAX_BODY_BYTES
 from craig.entrypoints.http.client_limits import OPT_KEY as CLIENT_RATE_LIMIT
-from craig.entrypoints.http.client_limits import request_client_ip
-from craig.entrypoints.http.dependencies import AppContainer, UoW
-from craig.usecases.intake import ReferralForm
+from craig.entrypoints.http.dependencies import ClientAddress
+from craig.usecases.intake import ReferralForm, SubmitReferral
 
 TAGS = ["intake"]
 
@@ -61,9 +60,8 @@ class ReceiptView(msgspec.Struct):
     opt={CLIENT_RATE_LIMIT: "intake"},  # counted before anything else, idempotency included
 )
 async def submit_referral(
-    data: JSONBody[ReferralBody], request: Request[Any, Any, Any], uow: UoW, container: AppContainer
+    data: JSONBody[ReferralBody], client_address: ClientAddress, submit_referral: NamedDependency[SubmitReferral]
 ) -> Response[ReceiptView]:
-    address = request_client_ip(request.scope, container.settings().http.trusted_proxies)
     form = ReferralForm(
         reporter_name=data.reporter.name,
         reporter_phone=data.reporter.phone,
@@ -74,7 +72,7 @@ async def submit_referral(
         location=data.location,
         captcha_token=data.captcha_token,
     )
-    referral = await container.submit_referral(uow=uow)(form, address)
+    referral = await submit_referral(form, client_address)
     receipt = ReceiptView(id=referral.id, priority=referral.priority, reference=referral.reference)
     return Response(receipt, status_code=202)
 

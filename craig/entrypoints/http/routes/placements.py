@@ -7,13 +7,22 @@ from uuid import UUID
 
 import msgspec
 from litestar import Response, get, patch, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.pages import PageRequest
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import FosterHome, Placement
-from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.dependencies import Me
+from craig.usecases.placements import (
+    CreateFosterHome,
+    CreatePlacement,
+    GetFosterHome,
+    GetPlacement,
+    ListFosterHomes,
+    UpdatePlacement,
+)
 
 TAGS = ["placements"]
 
@@ -87,17 +96,19 @@ def _placement(placement: Placement) -> PlacementView:
 
 @post("/foster-homes", status_code=201, tags=TAGS, summary="Register a foster home (supervisor, admin)")
 async def create_foster_home(
-    data: JSONBody[NewFosterHomeBody], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewFosterHomeBody], principal: Me, create_foster_home: NamedDependency[CreateFosterHome]
 ) -> Response[FosterHomeView]:
-    home = await container.create_foster_home(uow=uow)(principal, name=data.name, capacity=data.capacity)
+    home = await create_foster_home(principal, name=data.name, capacity=data.capacity)
     return Response(_home(home), status_code=201, headers={"Location": f"/v1/foster-homes/{home.id}"})
 
 
 @get("/foster-homes", tags=TAGS, summary="Foster homes by name, paginated")
 async def list_foster_homes(
-    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+    list_foster_homes: NamedDependency[ListFosterHomes],
+    page: FromQuery[int] = 1,
+    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> FosterHomePage:
-    result = await container.list_foster_homes(uow=uow)(PageRequest(page=page, per_page=per_page))
+    result = await list_foster_homes(PageRequest(page=page, per_page=per_page))
     return FosterHomePage(
         items=[_home(home) for home in result.items],
         page=result.page,
@@ -107,26 +118,26 @@ async def list_foster_homes(
 
 
 @get("/foster-homes/{home_id:uuid}", tags=TAGS, summary="One foster home")
-async def get_foster_home(home_id: FromPath[UUID], uow: UoW, container: AppContainer) -> FosterHomeView:
-    return _home(await container.get_foster_home(uow=uow)(home_id))
+async def get_foster_home(home_id: FromPath[UUID], get_foster_home: NamedDependency[GetFosterHome]) -> FosterHomeView:
+    return _home(await get_foster_home(home_id))
 
 
 @post("/placements", status_code=201, tags=TAGS, summary="Place a child of a case, planned or active")
 async def create_placement(
-    data: JSONBody[NewPlacementBody], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewPlacementBody], principal: Me, create_placement: NamedDependency[CreatePlacement]
 ) -> Response[PlacementView]:
     command = NewPlacement.parse(
         case_id=data.case_id, foster_home_id=data.foster_home_id, status=data.status, start_date=data.start_date
     )
-    placement = await container.create_placement(uow=uow)(principal, command)
+    placement = await create_placement(principal, command)
     return Response(_placement(placement), status_code=201, headers={"Location": f"/v1/placements/{placement.id}"})
 
 
 @get("/placements/{placement_id:uuid}", tags=TAGS, summary="One placement")
 async def get_placement(
-    placement_id: FromPath[UUID], uow: UoW, principal: Me, container: AppContainer
+    placement_id: FromPath[UUID], principal: Me, get_placement: NamedDependency[GetPlacement]
 ) -> PlacementView:
-    return _placement(await container.get_placement(uow=uow)(principal, placement_id))
+    return _placement(await get_placement(principal, placement_id))
 
 
 @patch(
@@ -137,12 +148,11 @@ async def get_placement(
 async def update_placement(
     placement_id: FromPath[UUID],
     data: JSONBody[PlacementPatchBody],
-    uow: UoW,
     principal: Me,
-    container: AppContainer,
+    update_placement: NamedDependency[UpdatePlacement],
 ) -> PlacementView:
     change = PlacementPatch.parse(status=data.status, end_reason=data.end_reason, foster_home_id=data.foster_home_id)
-    placement = await container.update_placement(uow=uow)(principal, placement_id, change)
+    placement = await update_placement(principal, placement_id, change)
     return _placement(placement)
 
 

@@ -8,12 +8,14 @@ from uuid import UUID
 
 import msgspec
 from litestar import Response, get, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.pages import PageRequest
 from craig.domain.rules import RuleSet
-from craig.entrypoints.http.dependencies import AppContainer, Me, UoW
+from craig.entrypoints.http.dependencies import Me
+from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, GetRuleSet, ListRuleSets
 
 TAGS = ["rule sets"]
 
@@ -70,18 +72,20 @@ def _view(rule_set: RuleSet) -> RuleSetView:
 
 @post("/rule-sets", status_code=201, tags=TAGS, summary="Create a rule set, or its next version (supervisor, admin)")
 async def create_rule_set(
-    data: JSONBody[NewRuleSetBody], uow: UoW, principal: Me, container: AppContainer
+    data: JSONBody[NewRuleSetBody], principal: Me, create_rule_set: NamedDependency[CreateRuleSet]
 ) -> Response[RuleSetView]:
-    rule_set = await container.create_rule_set(uow=uow)(principal, data.name, data.rules)
+    rule_set = await create_rule_set(principal, data.name, data.rules)
     location = f"/v1/rule-sets/{rule_set.name}?version={rule_set.version}"
     return Response(_view(rule_set), status_code=201, headers={"Location": location})
 
 
 @get("/rule-sets", tags=TAGS, summary="Every rule set's latest version, by name")
 async def list_rule_sets(
-    uow: UoW, container: AppContainer, page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
+    list_rule_sets: NamedDependency[ListRuleSets],
+    page: FromQuery[int] = 1,
+    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> RuleSetPage:
-    result = await container.list_rule_sets(uow=uow)(PageRequest(page=page, per_page=per_page))
+    result = await list_rule_sets(PageRequest(page=page, per_page=per_page))
     return RuleSetPage(
         items=[
             RuleSetSummaryView(
@@ -101,9 +105,9 @@ async def list_rule_sets(
 
 @get("/rule-sets/{name:str}", tags=TAGS, summary="A rule set: its latest version, or ?version=N")
 async def get_rule_set(
-    name: FromPath[str], uow: UoW, container: AppContainer, version: FromQuery[int | None] = None
+    name: FromPath[str], get_rule_set: NamedDependency[GetRuleSet], version: FromQuery[int | None] = None
 ) -> RuleSetView:
-    return _view(await container.get_rule_set(uow=uow)(name, version))
+    return _view(await get_rule_set(name, version))
 
 
 @post(
@@ -113,9 +117,9 @@ async def get_rule_set(
     summary="Evaluate facts: the first matching rule decides",
 )
 async def evaluate_rule_set(
-    name: FromPath[str], data: JSONBody[EvaluateBody], uow: UoW, container: AppContainer
+    name: FromPath[str], data: JSONBody[EvaluateBody], evaluate_rule_set: NamedDependency[EvaluateRuleSet]
 ) -> EvaluationView:
-    rule_set, evaluation = await container.evaluate_rule_set(uow=uow)(name, data.facts)
+    rule_set, evaluation = await evaluate_rule_set(name, data.facts)
     return EvaluationView(decision=evaluation.decision, matched_rule=evaluation.matched_rule, version=rule_set.version)
 
 

@@ -1,0 +1,66 @@
+"""The use cases route handlers declare, as Litestar dependencies built from the container.
+
+A handler names the use case it runs as a typed parameter (``open_case: NamedDependency[OpenCase]``)
+and never sees the container. Each use case is made per request with the request's unit of work:
+the idempotency layer's open transaction when there is one, else a fresh unit of work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dependency_injector import providers
+from litestar.di import Provide
+
+from craig.entrypoints.container import Container
+from craig.entrypoints.http.dependencies import UoW
+
+#: The per-request use cases, by the parameter name handlers declare them under; each is the
+#: container provider of the same name.
+PER_REQUEST = (
+    "open_case",
+    "get_case",
+    "list_cases",
+    "assign_worker",
+    "record_contact",
+    "get_contact",
+    "list_contacts",
+    "upload_attachment",
+    "get_attachment",
+    "list_attachments",
+    "open_attachment",
+    "create_foster_home",
+    "get_foster_home",
+    "list_foster_homes",
+    "create_placement",
+    "get_placement",
+    "update_placement",
+    "register_partner",
+    "list_partners",
+    "show_partner",
+    "read_partner_records",
+    "start_exchange_transaction",
+    "get_exchange_transaction",
+    "retry_send_job",
+    "submit_referral",
+    "create_rule_set",
+    "get_rule_set",
+    "list_rule_sets",
+    "evaluate_rule_set",
+)
+
+
+def _per_request(factory: providers.Provider[Any]) -> Provide:
+    async def provide(uow: UoW) -> Any:
+        return factory(uow=uow)
+
+    return Provide(provide)
+
+
+def use_case_dependencies(container: Container) -> dict[str, Provide]:
+    """Every use case a route may declare, bound to ``container``."""
+    found: dict[str, Provide] = {}
+    for name in PER_REQUEST:
+        provider = getattr(container, name)
+        found[name] = _per_request(provider)
+    return found
