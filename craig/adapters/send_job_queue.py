@@ -12,11 +12,21 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from typing import Protocol
 from uuid import UUID
 
 from craig.domain.exchange import SendJob
 from craig.domain.partners import Partner
-from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue
+from craig.ports.exchange import (
+    Claim,
+    HasPartnerRateLimits,
+    HasPartners,
+    HasSendJobs,
+    JobOutcome,
+    PassResult,
+    SendJobQueue,
+)
+from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 
 #: NOTIFY channel (and memory notifier channel) of "jobs were enqueued"; see migration 0010.
@@ -67,8 +77,12 @@ def by_partner(jobs: Iterable[SendJob]) -> dict[UUID, list[SendJob]]:
     return {key: groups[key] for key in sorted(groups, key=str)}
 
 
+class SendPassWork(UnitOfWork, HasSendJobs, HasOutbox, HasPartners, HasPartnerRateLimits, Protocol):
+    """What one pass over the send-job queue uses."""
+
+
 class UnitOfWorkSendJobQueue(SendJobQueue):
-    def __init__(self, uow_factory: Callable[[], UnitOfWork], wake: JobWake | None = None) -> None:
+    def __init__(self, uow_factory: Callable[[], SendPassWork], wake: JobWake | None = None) -> None:
         self._uow = uow_factory
         self._wake = wake or JobWake()
 

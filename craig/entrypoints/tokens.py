@@ -17,6 +17,7 @@ from typing import Any
 from uuid import UUID
 
 import jwt
+import jwt.types
 
 from craig.domain.access import Principal, Role
 from craig.entrypoints.jwks import ASYMMETRIC_ALGORITHMS, JwksKeySet
@@ -65,7 +66,7 @@ class TokenVerifier:
     def verify(self, token: str) -> Principal:
         """The token's principal, or :class:`InvalidToken`. Never does I/O: with a JWKS, only
         the keys already fetched count."""
-        options = {"require": ["exp", "iss", "aud", "sub"]}
+        options: jwt.types.Options = {"require": ["exp", "iss", "aud", "sub"]}
         header = self._header(token)
         try:
             if self._jwks is not None:

@@ -56,7 +56,8 @@ class MemoryDatabase:
         self.available = True  # tests flip this to simulate an outage
 
     def now(self) -> datetime:
-        return self.clock.now()  # type: ignore[no-any-return]
+        now: datetime = self.clock.now()
+        return now
 
     def next_sequence(self) -> int:
         """A monotonic counter (like a bigserial), for insertion order."""
@@ -106,7 +107,8 @@ class MemoryTransaction:
             raise UnitOfWorkMisuse("memory repository used outside a transaction")
 
     # --- reads ------------------------------------------------------------------------------
-    def get(self, table: str, key: Hashable) -> Any | None:
+    def get(self, table: str, key: Hashable) -> Any:
+        """The row, or None (typed Any: a table holds rows of its own type)."""
         self._check()
         return self.db.raw(table).get(key)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 import attrs
@@ -66,7 +67,7 @@ def _insert(tx: MemoryTransaction, consumer: str, envelope: EventEnvelope, queue
     return row
 
 
-def _update(tx: MemoryTransaction, consumer: str, event_id: UUID, **changes: object) -> InboxRow:
+def _update(tx: MemoryTransaction, consumer: str, event_id: UUID, **changes: Any) -> InboxRow:
     row: InboxRow = tx.get(TABLE, (consumer, event_id))
     updated = attrs.evolve(row, **changes)
     tx.put(TABLE, (consumer, event_id), updated)

@@ -118,16 +118,16 @@ class MemoryOutboxRelayStore(OutboxRelayStore):
             async with self.db.transaction() as tx:
                 now = self.db.now()
                 for ident in batch.published:
-                    row: OutboxRow = tx.get(TABLE, ident)
-                    tx.put(TABLE, ident, attrs.evolve(row, published_at=now, last_error=None))
+                    published: OutboxRow = tx.get(TABLE, ident)
+                    tx.put(TABLE, ident, attrs.evolve(published, published_at=now, last_error=None))
                 for failure in batch.failed:
-                    row = tx.get(TABLE, failure.id)
+                    failed: OutboxRow = tx.get(TABLE, failure.id)
                     tx.put(
                         TABLE,
                         failure.id,
                         attrs.evolve(
-                            row,
-                            attempts=row.attempts + 1,
+                            failed,
+                            attempts=failed.attempts + 1,
                             last_error=failure.error,
                             next_attempt_at=now + failure.retry_in,
                         ),

@@ -47,7 +47,7 @@ _ASSIGN = text(
 )
 
 
-def _case(row: Mapping[str, Any], cipher: FieldCipher) -> Case:
+def _case(row: Mapping[Any, Any], cipher: FieldCipher) -> Case:
     return Case(
         id=row["id"],
         title=unseal(cipher, CASE_TITLE, row["id"], row["title"]),

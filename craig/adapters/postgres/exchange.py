@@ -105,7 +105,7 @@ def partner_from_row(row: Mapping[str, Any], cipher: FieldCipher, prefix: str = 
     )
 
 
-def usable_partner_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> Partner | UnusablePartner:
+def usable_partner_from_row(row: Mapping[Any, Any], cipher: FieldCipher) -> Partner | UnusablePartner:
     """:func:`partner_from_row`, or an :class:`UnusablePartner` when its secret does not decrypt."""
     try:
         return partner_from_row(row, cipher)
@@ -117,7 +117,7 @@ class PostgresPartnerRepository(PartnerRepository):
     def __init__(self, session: PostgresSession) -> None:
         self.session = session
 
-    def _partner(self, row: Mapping[str, Any]) -> Partner:
+    def _partner(self, row: Mapping[Any, Any]) -> Partner:
         return partner_from_row(row, self.session.cipher)
 
     async def add(self, partner: Partner) -> bool:

@@ -121,7 +121,7 @@ _FINISHED_COUNTS = {
 }
 
 
-def _slot(row: Mapping[str, Any], cipher: FieldCipher) -> Slot:
+def _slot(row: Mapping[Any, Any], cipher: FieldCipher) -> Slot:
     response = None
     if row["status_code"] is not None:
         stored = row["body"]

@@ -127,7 +127,7 @@ _PURGE_BROADCAST = text(
 ).bindparams(bindparam("consumers", type_=ARRAY(TEXT)))
 
 
-def _record(row: Mapping[str, Any]) -> InboxRecord:
+def _record(row: Mapping[Any, Any]) -> InboxRecord:
     raw = row["envelope"]
     envelope = EventEnvelope.from_json(json_value(raw)) if raw else None
     return InboxRecord(

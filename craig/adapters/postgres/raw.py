@@ -34,7 +34,8 @@ class RawStatement:
         self.sql = _PARAMETER.sub(positional, sql)
 
     async def fetch(self, conn: asyncpg.Connection, params: Mapping[str, Any]) -> Sequence[asyncpg.Record]:
-        return await conn.fetch(self.sql, *(params[name] for name in self.names))
+        rows: Sequence[asyncpg.Record] = await conn.fetch(self.sql, *(params[name] for name in self.names))
+        return rows
 
 
 class DedicatedConnection:

@@ -41,7 +41,7 @@ COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, at
 RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
 
 
-def job_from_row(row: Mapping[str, Any], cipher: FieldCipher) -> SendJob:
+def job_from_row(row: Mapping[Any, Any], cipher: FieldCipher) -> SendJob:
     """The job, its payload decrypted (a payload that does not decrypt raises when it is used,
     so one bad row never fails the jobs read with it)."""
     return SendJob(

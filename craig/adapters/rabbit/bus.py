@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import aio_pika
 import aiormq
@@ -39,6 +39,7 @@ from faststream import AckPolicy
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
 from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
+from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
 from craig.domain.constants import INBOX_MAX_RETRIES
 from craig.domain.events import EventEnvelope
@@ -175,7 +176,10 @@ class RabbitEventBus(EventBus):
                 RabbitQueue(
                     self.retry_queue(name, level),
                     durable=not subscription.broadcast,
-                    arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
+                    arguments=cast(
+                        "ClassicQueueArgs",
+                        {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
+                    ),
                 )
             )
         return queue

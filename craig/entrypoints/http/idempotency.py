@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from litestar.datastructures import Headers
 from litestar.middleware import ASGIMiddleware
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPDisconnectEvent, HTTPRequestEvent, Message, Receive, ReceiveMessage, Scope, Send
 
 from craig.domain.access import Principal
 from craig.domain.fingerprint import InvalidIdempotencyKey
@@ -58,7 +58,8 @@ class IdempotencyMiddleware(ASGIMiddleware):
         self.max_body_bytes = max_body_bytes
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        if scope["method"] not in METHODS:
+        method = str(scope.get("method", ""))
+        if method not in METHODS:
             await next_app(scope, receive, send)
             return
         headers = Headers.from_scope(scope)
@@ -85,7 +86,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         try:
             claim_request = requests.claim_request(
                 user_sub=user.sub if isinstance(user, Principal) else None,
-                method=scope["method"],
+                method=method,
                 path=scope["path"],
                 key=key,
                 content_type=headers.get("content-type"),
@@ -199,6 +200,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | _Unread:
         if message["type"] == "http.disconnect":
             return _Unread.DISCONNECTED
         chunk = message.get("body", b"")
+        assert isinstance(chunk, bytes)
         size += len(chunk)
         if size > limit:
             return _Unread.TOO_LARGE
@@ -211,12 +213,12 @@ async def _read_body(receive: Receive, limit: int) -> bytes | _Unread:
 def _replay_body(body: bytes) -> Receive:
     sent = False
 
-    async def receive() -> Message:
+    async def receive() -> ReceiveMessage:
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+            return HTTPRequestEvent(type="http.request", body=body, more_body=False)
+        return HTTPDisconnectEvent(type="http.disconnect")
 
     return receive
 

@@ -27,6 +27,6 @@ class RequestMetrics(ASGIMiddleware):
             await next_app(scope, receive, observe)
         finally:
             route = scope.get("path_template") or "unmatched"
-            method = scope["method"]
+            method = str(scope.get("method", ""))
             metrics.http_requests.labels(method, route, str(status)).inc()
             metrics.http_latency.labels(method, route).observe(time.perf_counter() - started)

@@ -19,6 +19,7 @@ import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.types import ExceptionHandlersMap
 
 from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
@@ -169,7 +170,8 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
     status = error.status_code
     headers = dict(error.headers or {})
     if isinstance(error, ProblemException):
-        return problem(status, error.code, error.detail, headers=headers, extra=error.extra, instance=request.url.path)
+        extra = error.extra if isinstance(error.extra, dict) else None
+        return problem(status, error.code, error.detail, headers=headers, extra=extra, instance=request.url.path)
     if isinstance(error, ValidationException):
         errors = error.extra if isinstance(error.extra, list) else []
         return problem(
@@ -201,7 +203,7 @@ def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[b
     return internal_error(request, error, "unhandled error")
 
 
-EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     DomainError: _domain,
     PortError: _port,
     HTTPException: _http,

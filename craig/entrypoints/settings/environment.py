@@ -23,7 +23,7 @@ from typing import Any, Literal
 import attrs
 
 from craig.entrypoints.settings.rules import validate
-from craig.entrypoints.settings.schema import Leaf, Settings, SettingsError, is_section, leaves, resolved_fields
+from craig.entrypoints.settings.schema import Leaf, Settings, SettingsError, leaves, resolved_fields, section_of
 
 PREFIX = "CRAIG_"
 FILE_SUFFIX = "_FILE"
@@ -177,8 +177,8 @@ def _build(cls: type, path: tuple[str, ...], values: Mapping[str, str]) -> Any:
     kwargs: dict[str, Any] = {}
     for field in resolved_fields(cls):
         here = (*path, field.name)
-        if is_section(field):
-            kwargs[field.name] = _build(field.type, here, values)
+        if (section := section_of(field)) is not None:
+            kwargs[field.name] = _build(section, here, values)
         elif (name := variable(here)) in values:
             kwargs[field.name] = _convert(values[name], field.type, name)
     return cls(**kwargs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 
+from craig.adapters.crypto.policy import key_problem
 from craig.domain.constants import ATTACHMENT_SCAN_MIN_GRACE
 from craig.entrypoints.settings.schema import Profile, Settings, SettingsError, split_csv
 
@@ -177,8 +178,6 @@ def _rule_cache_max_age(s: Settings) -> str | None:
 
 @rule
 def _field_encryption_key(s: Settings) -> str | None:
-    from craig.adapters.crypto.policy import key_problem
-
     if not s.field_encryption_key.strip() and s.profile is not Profile.PRODUCTION:
         return None  # memory and embedded generate a key into $CRAIG_DATA_DIR/secrets at startup
     return key_problem(s.encryption_mode.value, s.field_encryption_key)

@@ -261,19 +261,22 @@ class Leaf:
         return value
 
 
-def is_section(field: attrs.Attribute[Any]) -> bool:
-    return isinstance(field.type, type) and attrs.has(field.type)
+def section_of(field: attrs.Attribute[Any]) -> type | None:
+    """The section (an attrs class of settings) the field holds, or None for a value."""
+    kind = field.type
+    return kind if isinstance(kind, type) and attrs.has(kind) else None
 
 
 def resolved_fields(cls: type) -> tuple[attrs.Attribute[Any], ...]:
-    return attrs.fields(attrs.resolve_types(cls, globals(), localns=None))
+    fields: tuple[attrs.Attribute[Any], ...] = attrs.fields(attrs.resolve_types(cls, globals(), localns=None))
+    return fields
 
 
 def leaves(cls: type = Settings, path: tuple[str, ...] = ()) -> Iterator[Leaf]:
     """Every setting, sections walked depth first in declaration order."""
     for field in resolved_fields(cls):
-        if is_section(field):
-            yield from leaves(field.type, (*path, field.name))
+        if (section := section_of(field)) is not None:
+            yield from leaves(section, (*path, field.name))
         else:
             yield Leaf((*path, field.name), field)
 

@@ -8,7 +8,7 @@ import structlog
 
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
-from craig.entrypoints.workers.runner import Loop
+from craig.entrypoints.workers.loop import Loop
 
 log = structlog.get_logger(__name__)
 

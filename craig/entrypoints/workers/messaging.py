@@ -17,7 +17,7 @@ from craig.domain.inbox import RetryPolicy
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.consumers import subscriptions_for
-from craig.entrypoints.workers.runner import Loop
+from craig.entrypoints.workers.loop import Loop
 from craig.ports.messaging import (
     Acknowledge,
     Delivery,

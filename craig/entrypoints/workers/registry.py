@@ -14,8 +14,8 @@ from craig.domain.constants import (
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.attachment_scanner import attachment_scanner_loop
 from craig.entrypoints.workers.consumers import subscriptions_for
+from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.messaging import relay_loop
-from craig.entrypoints.workers.runner import Loop
 from craig.entrypoints.workers.send_jobs import send_job_loop
 from craig.usecases.cleanup import Purge, PurgeExpired, Retention
 

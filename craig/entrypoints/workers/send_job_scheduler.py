@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import structlog
@@ -36,11 +36,10 @@ from craig.domain.constants import (
 from craig.domain.exchange import JobStatus
 from craig.ports.clock import Clock
 from craig.ports.exchange import Claim, JobOutcome, Pace, PartnerGateway, PassResult, SendJobQueue
-from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
-from craig.usecases.reserve_send_slot import ReserveSendSlot
+from craig.usecases.give_back_send_jobs import GiveBackSendJobs, GiveBackSendJobsWork
+from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs, RecoverExpiredSendJobsWork
+from craig.usecases.reserve_send_slot import ReserveSendSlot, ReserveSendSlotWork
 from craig.usecases.send_policy import Observer, SendPolicy
 
 log = structlog.get_logger(__name__)
@@ -54,6 +53,10 @@ class _Ready:
 
 async def _unpaced() -> None:
     return None
+
+
+class SchedulerWork(RecoverExpiredSendJobsWork, GiveBackSendJobsWork, ReserveSendSlotWork, Protocol):
+    """What the scheduler's use cases use."""
 
 
 class SendJobScheduler:
@@ -94,7 +97,7 @@ class SendJobScheduler:
     @classmethod
     def build(
         cls,
-        uow_factory: Callable[[], UnitOfWork],
+        uow_factory: Callable[[], SchedulerWork],
         queue: SendJobQueue,
         gateway: PartnerGateway,
         clock: Clock,

@@ -14,7 +14,7 @@ import attrs
 
 from craig.domain.constants import SEND_POLL_INTERVAL
 from craig.entrypoints.container import Container
-from craig.entrypoints.workers.runner import Loop
+from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 
 
