@@ -252,3 +252,6 @@ AUDIT_MAX_CHANGED_FIELDS: Final = 100
 #: Free text from outside (a name from a token, a request id from a header, an id from a path)
 #: is cut to this many characters, control characters removed, so recording never fails on it.
 AUDIT_TEXT_MAX_LENGTH: Final = 200
+#: ``craig audit verify`` reports (exit 1) committed entries still unsealed after this long: the
+#: sealer is not running, or links were cut from the chain.
+AUDIT_UNSEALED_ALERT: Final = timedelta(minutes=10)

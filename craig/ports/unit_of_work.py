@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
+    from craig.ports.audit import AuditRepository
     from craig.ports.cases import AttachmentRepository, CaseRepository, ContactRepository
     from craig.ports.exchange import (
         PartnerRateLimits,
@@ -59,6 +60,7 @@ class UnitOfWork(Protocol):
     partner_rate_limits: PartnerRateLimits
     referrals: ReferralRepository
     rule_sets: RuleSetRepository
+    audit: AuditRepository
 
     async def __aenter__(self) -> Self: ...
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from craig.adapters.memory.attachments import MemoryAttachmentRepository
+from craig.adapters.memory.audit import MemoryAuditRepository
 from craig.adapters.memory.cases import MemoryCaseRepository
 from craig.adapters.memory.contacts import MemoryContactRepository
 from craig.adapters.memory.exchange import (
@@ -43,3 +44,4 @@ def attach(uow: MemoryUnitOfWork) -> None:
     # intake referrals and rule sets (issue 8)
     uow.referrals = MemoryReferralRepository(uow)
     uow.rule_sets = MemoryRuleSetRepository(uow)
+    uow.audit = MemoryAuditRepository(uow)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from craig.adapters.postgres.attachments import PostgresAttachmentRepository
+from craig.adapters.postgres.audit import PostgresAuditRepository
 from craig.adapters.postgres.cases import PostgresCaseRepository
 from craig.adapters.postgres.contacts import PostgresContactRepository
 from craig.adapters.postgres.exchange import PostgresPartnerRepository, PostgresTransactionRepository
@@ -40,3 +41,4 @@ def attach(uow: PostgresUnitOfWork) -> None:
     # intake referrals and rule sets (issue 8)
     uow.referrals = PostgresReferralRepository(uow)
     uow.rule_sets = PostgresRuleSetRepository(uow)
+    uow.audit = PostgresAuditRepository(uow)
