@@ -182,9 +182,19 @@ TRIGGERS = [
 FLOOR_DAYS = 2557  # AUDIT_RETENTION when this revision was written (a migration never changes)
 
 
+def _statements(script: str, separator: str) -> list[str]:
+    """asyncpg runs one statement per call: ``script`` split before each ``separator``."""
+    parts = script.split(separator)
+    return [
+        part.strip() if n == 0 else separator.lstrip() + part.rstrip() for n, part in enumerate(parts) if part.strip()
+    ]
+
+
 def upgrade() -> None:
-    op.execute(TABLES)
-    op.execute(FUNCTIONS)
+    for statement in _statements(TABLES, "\nCREATE "):
+        op.execute(statement)
+    for statement in _statements(FUNCTIONS, "\nCREATE FUNCTION "):
+        op.execute(statement)
     for table, name, definition in TRIGGERS:
         op.execute(f"CREATE TRIGGER {name} {definition}")
         op.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")

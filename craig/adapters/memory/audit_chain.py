@@ -34,7 +34,7 @@ class FloorRow:
 class MemoryAuditChainStore(AuditChainStore):
     def __init__(self, db: MemoryDatabase) -> None:
         self.db = db
-        self._installed_at = db.now()  # as the migration's first floor row
+        self._installed_at = db.now()
 
     def _chain(self, tx: MemoryTransaction) -> list[ChainLink]:
         return sorted(tx.rows(CHAIN), key=lambda link: link.seq)
@@ -48,8 +48,8 @@ class MemoryAuditChainStore(AuditChainStore):
         return attrs.evolve(link, entry=None if row is None else attrs.evolve(row.entry, seq=link.seq))
 
     def _floors(self, tx: MemoryTransaction) -> list[FloorRow]:
-        rows = sorted(tx.rows(RETENTION), key=lambda row: row.id)
-        return rows or [FloorRow(0, AUDIT_RETENTION, self._installed_at)]
+        installed = FloorRow(0, AUDIT_RETENTION, self._installed_at)  # as the migration's row
+        return [installed, *sorted(tx.rows(RETENTION), key=lambda row: row.id)]
 
     async def seal_pending(self, batch_size: int) -> SealedBatch:
         async with self.db.transaction() as tx:
