@@ -123,7 +123,7 @@ async def test_lists_filter_and_page_newest_first(backend: Backend, chain: Audit
         cursor = page.next_cursor
         if cursor is None:
             break
-    assert [len(p) for p in pages] == [3, 3, 1] and sum(pages, []) == [e.id for e in newest_first]
+    assert [len(p) for p in pages] == [3, 3, 1] and [i for p in pages for i in p] == [e.id for e in newest_first]
 
 
 async def test_a_case_history_leaves_out_reads_lists_and_other_cases(backend: Backend) -> None:
