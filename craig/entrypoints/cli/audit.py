@@ -73,21 +73,21 @@ def verify_command(expect_head: ExpectedHead | None) -> int:
 @click.option("--json", "as_json", is_flag=True, help='Print {"seq": N, "hash": "<hex>"} instead.')
 def head_command(with_seq: bool, as_json: bool) -> int:
     """Print the hash of the newest sealed entry (hex): the value to keep elsewhere."""
-    container = bootstrap()
+    return run(show_head(bootstrap(), with_seq=with_seq, as_json=as_json))
 
-    async def main() -> int:
-        async with running(container):
-            head = await container.audit.head()()
-        if head is None:
-            click.echo("craig: nothing is sealed yet", err=True)
-            return ExitCode.ACTION_NEEDED
-        if as_json:
-            echo(json.dumps({"seq": head.seq, "hash": head.hash.hex()}))
-        else:
-            echo(f"{head.seq}:{head.hash.hex()}" if with_seq else head.hash.hex())
-        return ExitCode.OK
 
-    return run(main())
+async def show_head(container: Container, *, with_seq: bool = False, as_json: bool = False) -> int:
+    """The command: the head on stdout (0), or one line on stderr when nothing is sealed (1)."""
+    async with running(container):
+        head = await container.audit.head()()
+    if head is None:
+        click.echo("craig: nothing is sealed yet", err=True)
+        return ExitCode.ACTION_NEEDED
+    if as_json:
+        echo(json.dumps({"seq": head.seq, "hash": head.hash.hex()}))
+    else:
+        echo(f"{head.seq}:{head.hash.hex()}" if with_seq else head.hash.hex())
+    return ExitCode.OK
 
 
 async def verify(container: Container, expect_head: ExpectedHead | None = None, stderr: TextIO | None = None) -> int:
