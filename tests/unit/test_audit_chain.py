@@ -3,6 +3,7 @@ detected, and named for what it is, at the link it was done to."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -63,8 +64,6 @@ def test_a_sealed_chain_verifies_and_its_hashes_are_the_documented_ones() -> Non
     assert verify_chain(links, expect_head=head_of(links)) is None
     assert verify_chain(links, expect_head=ExpectedHead(links[1].hash)) is None
     assert links[0].prev_hash == GENESIS_HASH and [link.seq for link in links] == [1, 2, 3]
-    import hashlib
-
     first = attrs.evolve(es[0], seq=1)
     assert links[0].hash == hashlib.sha256(GENESIS_HASH + canonical(first)).digest() == chain_hash(GENESIS_HASH, first)
     assert canonical(first).startswith(b'{"action":"read","actor":null,')
