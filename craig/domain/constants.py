@@ -233,3 +233,25 @@ JWKS_REFRESH_INTERVAL: Final = timedelta(seconds=60)
 JWKS_FETCH_TIMEOUT: Final = timedelta(seconds=5)
 #: A key set larger than this is refused (a real one holds a handful of keys in a few KiB).
 JWKS_MAX_BYTES: Final = 256 * 1024
+
+# --- Audit trail ----------------------------------------------------------------------------
+#: Entries are kept at least this long (``CRAIG_AUDIT__RETENTION_DAYS``; 7 years). The database
+#: refuses to delete younger entries whatever the setting says (see migration 0016).
+AUDIT_RETENTION: Final = timedelta(days=2557)
+#: The sealer looks for unsealed entries this often; an entry is sealed at most about this long
+#: after its transaction commits (well inside the promised 60 s).
+AUDIT_SEAL_INTERVAL: Final = timedelta(seconds=5)
+#: Entries one sealing transaction appends to the chain; a full batch runs the next one at once.
+AUDIT_SEAL_BATCH_SIZE: Final = 1000
+#: Chain links ``craig audit verify`` reads per query.
+AUDIT_VERIFY_PAGE_SIZE: Final = 5000
+#: Ids one entry may carry (a list call records the ids it returned; pages hold at most 200).
+AUDIT_MAX_RESOURCE_IDS: Final = 1000
+#: Names of changed fields one entry may carry.
+AUDIT_MAX_CHANGED_FIELDS: Final = 100
+#: Free text from outside (a name from a token, a request id from a header, an id from a path)
+#: is cut to this many characters, control characters removed, so recording never fails on it.
+AUDIT_TEXT_MAX_LENGTH: Final = 200
+#: ``craig audit verify`` reports (exit 1) committed entries still unsealed after this long: the
+#: sealer is not running, or links were cut from the chain.
+AUDIT_UNSEALED_ALERT: Final = timedelta(minutes=10)

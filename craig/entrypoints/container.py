@@ -56,6 +56,7 @@ from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQu
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
+from craig.entrypoints.audit_wiring import AuditContainer
 from craig.entrypoints.security_wiring import (
     captcha_from,
     encrypted_columns,
@@ -327,6 +328,10 @@ class Container(containers.DeclarativeContainer):
         rekeyer=field_encryptor,
         columns=providers.Callable(encrypted_columns),
         batch_size=KEY_ROTATION_BATCH_SIZE,
+    )
+    # audit trail (craig/entrypoints/audit_wiring.py)
+    audit = providers.Container(
+        AuditContainer, profile=profile, memory_database=memory_database, postgres=postgres, clock=clock
     )
 
 

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from craig.adapters.memory.attachments import MemoryAttachmentRepository
+from craig.adapters.memory.audit import MemoryAuditRepository
 from craig.adapters.memory.cases import MemoryCaseRepository
 from craig.adapters.memory.contacts import MemoryContactRepository
 from craig.adapters.memory.database import MemoryDatabase, MemoryTransaction
@@ -92,6 +93,10 @@ class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
     @cached_property
     def rule_sets(self) -> MemoryRuleSetRepository:
         return MemoryRuleSetRepository(self.session)
+
+    @cached_property
+    def audit(self) -> MemoryAuditRepository:
+        return MemoryAuditRepository(self.session)
 
     # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from craig.adapters.postgres.attachments import PostgresAttachmentRepository
+from craig.adapters.postgres.audit import PostgresAuditRepository
 from craig.adapters.postgres.cases import PostgresCaseRepository
 from craig.adapters.postgres.contacts import PostgresContactRepository
 from craig.adapters.postgres.database import PostgresDatabase
@@ -92,6 +93,10 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
     @cached_property
     def rule_sets(self) -> PostgresRuleSetRepository:
         return PostgresRuleSetRepository(self.session)
+
+    @cached_property
+    def audit(self) -> PostgresAuditRepository:
+        return PostgresAuditRepository(self.session)
 
     # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import click
 
+from craig.entrypoints.cli.audit import audit_group
 from craig.entrypoints.cli.common import ExitCode, Refused
 from craig.entrypoints.cli.config import config
 from craig.entrypoints.cli.db import db
@@ -70,7 +71,7 @@ def craig() -> None:
     pass
 
 
-for command in (serve, worker, db, token, status, dlx, config, keys_group):
+for command in (serve, worker, db, token, status, dlx, config, keys_group, audit_group):
     craig.add_command(command)
 
 

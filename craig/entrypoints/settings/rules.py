@@ -194,3 +194,13 @@ def _trusted_proxies_are_addresses(s: Settings) -> str | None:
                 "list the proxies' addresses, comma-separated"
             )
     return None
+
+
+@rule
+def _audit_retention(s: Settings) -> str | None:
+    if s.audit.retention_days < 1:
+        return (
+            f"CRAIG_AUDIT__RETENTION_DAYS must be at least 1 (got {s.audit.retention_days}); "
+            "remove it to keep the default of 2557 days (7 years)"
+        )
+    return None

@@ -19,6 +19,7 @@ from craig.domain.constants import (
     ATTACHMENT_MAX_BYTES,
     ATTACHMENT_SCAN_GRACE,
     ATTACHMENT_SCAN_INTERVAL,
+    AUDIT_RETENTION,
     EXCHANGE_RETENTION,
     IDEMPOTENCY_CLAIM_TTL,
     IDEMPOTENCY_LOSER_WAIT_CEILING,
@@ -194,6 +195,16 @@ class RulesSettings:
 
 
 @attrs.define
+class AuditSettings:
+    retention_days: int = _help(
+        "Audit entries are kept at least this long, then purged by the cleanup worker. The database "
+        "enforces its own floor (7 years unless its owner changed it): raising this raises the floor, "
+        "lowering it below the floor purges nothing sooner.",
+        AUDIT_RETENTION.days,
+    )
+
+
+@attrs.define
 class WorkerSettings:
     in_process: bool | None = _help(
         "Run background workers inside `craig serve` (default: yes for memory/embedded).", None
@@ -228,6 +239,7 @@ class Settings:
     intake: IntakeSettings = attrs.field(factory=IntakeSettings)
     rules: RulesSettings = attrs.field(factory=RulesSettings)
     workers: WorkerSettings = attrs.field(factory=WorkerSettings)
+    audit: AuditSettings = attrs.field(factory=AuditSettings)
 
     @property
     def run_workers_in_process(self) -> bool:

@@ -13,6 +13,7 @@ from craig.domain.constants import (
 )
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.attachment_scanner import attachment_scanner_loop
+from craig.entrypoints.workers.audit_sealer import audit_sealer_loop
 from craig.entrypoints.workers.consumers import subscriptions_for
 from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.messaging import relay_loop
@@ -52,6 +53,7 @@ def cleanup_loop(container: Container) -> Loop:
                 container.purge_delivered_transactions(),
                 timedelta(days=settings.exchange.retention_days),
             ),
+            Retention("audit", container.audit.purge_expired(), timedelta(days=settings.audit.retention_days)),
         ],
         batch_size=PURGE_BATCH_SIZE,
     )
@@ -67,4 +69,5 @@ def loops_for(container: Container) -> list[Loop]:
         attachment_scanner_loop(container),
         # partner send-job worker (issue 7)
         send_job_loop(container),
+        audit_sealer_loop(container),
     ]

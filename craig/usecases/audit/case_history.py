@@ -1,0 +1,33 @@
+"""A case's history: what changed in the case and in its contacts, attachments and placements."""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.audit_query import AuditCursor, AuditPage, page_size
+from craig.ports.audit import HasAudit
+from craig.ports.cases import HasCases
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.cases import visible_case
+
+
+class ShowCaseHistoryWork(UnitOfWork, HasAudit, HasCases, Protocol):
+    """The unit of work :class:`ShowCaseHistory` uses."""
+
+
+class ShowCaseHistory:
+    def __init__(self, uow: ShowCaseHistoryWork) -> None:
+        self.uow = uow
+
+    async def __call__(
+        self, principal: Principal, case_id: UUID, *, limit: int | None = None, cursor: str | None = None
+    ) -> AuditPage:
+        """Every entry of the case but reads and lists, newest first. Whoever may see the case
+        may see its history; for anyone else the case does not exist (:class:`NotFound`)."""
+        size = page_size(limit)
+        after = AuditCursor.decode(cursor) if cursor else None
+        async with self.uow:
+            await visible_case(self.uow, principal, case_id)
+            return await self.uow.audit.case_history(case_id, size, after)

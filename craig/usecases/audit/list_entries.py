@@ -1,0 +1,31 @@
+"""List audit entries, newest first, for supervisors and admins."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from craig.domain.access import Principal, Role
+from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage, page_size
+from craig.ports.audit import HasAudit
+from craig.ports.unit_of_work import UnitOfWork
+
+
+class ListAuditEntriesWork(UnitOfWork, HasAudit, Protocol):
+    """The unit of work :class:`ListAuditEntries` uses."""
+
+
+class ListAuditEntries:
+    def __init__(self, uow: ListAuditEntriesWork) -> None:
+        self.uow = uow
+
+    async def __call__(
+        self, principal: Principal, where: AuditFilter, *, limit: int | None = None, cursor: str | None = None
+    ) -> AuditPage:
+        """Raise :class:`craig.domain.errors.Forbidden` for a case worker, and
+        :class:`craig.domain.errors.InvalidInput` for a limit out of range or a cursor this API
+        did not hand out."""
+        principal.require(Role.SUPERVISOR, Role.ADMIN)
+        size = page_size(limit)
+        after = AuditCursor.decode(cursor) if cursor else None
+        async with self.uow:
+            return await self.uow.audit.list(where, size, after)
