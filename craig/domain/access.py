@@ -18,9 +18,14 @@ class Role(enum.StrEnum):
 
 @attrs.frozen
 class Principal:
+    """An authenticated caller. ``request_id`` and ``client_ip`` say which request and from
+    where, for the audit trail (None outside a request)."""
+
     sub: UUID
     name: str
     role: Role
+    request_id: str | None = None
+    client_ip: str | None = None
 
     @property
     def sees_every_case(self) -> bool:

@@ -1,8 +1,8 @@
 """The audit trail's providers, a sub-container of the composition root (``container.audit``).
 
-The chain store follows the profile like every other adapter; the use cases that read entries
-are called with the request's unit of work (``container.audit.list_entries(uow=uow)``), the
-others stand alone (``container.audit.verify()``).
+The chain store follows the profile like every other adapter; the readers' use cases, which run
+in a request's unit of work, are the root container's (``list_audit_entries``,
+``show_case_history``); these stand alone (``container.audit.verify()``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.postgres.audit_chain import PostgresAuditChainStore
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.ports.clock import Clock
-from craig.usecases.audit.case_history import ShowCaseHistory
-from craig.usecases.audit.list_entries import ListAuditEntries
 from craig.usecases.audit.purge_expired import PurgeExpiredAuditEntries
 from craig.usecases.audit.read_head import ReadAuditHead
 from craig.usecases.audit.seal_entries import SealAuditEntries
@@ -39,6 +37,3 @@ class AuditContainer(containers.DeclarativeContainer):
     verify = providers.Factory(VerifyAuditChain, store=store, clock=clock)
     head = providers.Factory(ReadAuditHead, store=store)
     purge_expired = providers.Factory(PurgeExpiredAuditEntries, store=store)
-    # Called with the request's unit of work.
-    list_entries = providers.Factory(ListAuditEntries)
-    case_history = providers.Factory(ShowCaseHistory)

@@ -66,6 +66,8 @@ from craig.entrypoints.security_wiring import (
 )
 from craig.entrypoints.settings import Settings
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.usecases.audit.case_history import ShowCaseHistory
+from craig.usecases.audit.list_entries import ListAuditEntries
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 from craig.usecases.dead_letters import DeadLetterOperations
@@ -329,6 +331,9 @@ class Container(containers.DeclarativeContainer):
         columns=providers.Callable(encrypted_columns),
         batch_size=KEY_ROTATION_BATCH_SIZE,
     )
+    # audit trail: the readers run in the request's unit of work; the rest in audit_wiring.py
+    list_audit_entries = providers.Factory(ListAuditEntries)
+    show_case_history = providers.Factory(ShowCaseHistory)
     # audit trail (craig/entrypoints/audit_wiring.py)
     audit = providers.Container(
         AuditContainer, profile=profile, memory_database=memory_database, postgres=postgres, clock=clock

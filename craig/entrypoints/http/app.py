@@ -24,6 +24,7 @@ from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
+from craig.entrypoints.http.request_context import RequestContextMiddleware
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
@@ -107,8 +108,14 @@ def create_app(
         CORSConfig(
             allow_origins=origins,
             allow_credentials=settings.http.cors_allow_credentials,
-            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
-            expose_headers=["Location", "Retry-After", "Idempotent-Replayed", "Idempotency-Body-Omitted"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+            expose_headers=[
+                "Location",
+                "Retry-After",
+                "Idempotent-Replayed",
+                "Idempotency-Body-Omitted",
+                "X-Request-ID",
+            ],
         )
         if origins
         else None
@@ -138,7 +145,7 @@ def create_app(
             **use_case_dependencies(container),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[RequestMetrics()],
+        middleware=[RequestContextMiddleware(settings.http.trusted_proxies), RequestMetrics()],
         before_send=[security_headers],
         cors_config=cors,
         request_max_body_size=settings.http.max_body_bytes,

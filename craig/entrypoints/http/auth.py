@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult, DefineMiddleware
 from litestar.types import ASGIApp
 
 from craig.domain.access import Principal
+from craig.entrypoints.http import request_context
 from craig.entrypoints.tokens import InvalidToken, TokenVerifier
 
 
@@ -30,6 +32,9 @@ class BearerAuthentication(AbstractAuthenticationMiddleware):
             principal = await self.verify(token.strip())
         except InvalidToken as error:
             raise NotAuthorizedException(str(error)) from None
+        info = request_context.current()
+        if info is not None:
+            principal = attrs.evolve(principal, request_id=info.request_id, client_ip=info.client_ip)
         return AuthenticationResult(user=principal, auth=token)
 
 

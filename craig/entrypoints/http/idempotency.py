@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+from uuid import UUID
 
 import structlog
 from litestar.datastructures import Headers
@@ -27,6 +28,7 @@ from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
 from craig.ports.errors import TransientConflict, Unavailable
+from craig.usecases.audit.record import AuditWork, record_alone, replay_entry
 from craig.usecases.idempotent_request import (
     Busy,
     IdempotentRequests,
@@ -44,13 +46,17 @@ OPT_KEY = "idempotency"
 METHODS = frozenset({"POST", "PATCH"})
 
 
+class RequestWork(IdempotentRequestsWork, AuditWork, Protocol):
+    """The request's unit of work: it stores the response, and records a replay."""
+
+
 class IdempotencyMiddleware(ASGIMiddleware):
     scopes = ("http",)  # type: ignore[assignment]
 
     def __init__(
         self,
         requests: Callable[[], IdempotentRequests],
-        uow_factory: Callable[[], IdempotentRequestsWork],
+        uow_factory: Callable[[], RequestWork],
         max_body_bytes: int,
     ) -> None:
         self.requests = requests
@@ -99,6 +105,19 @@ class IdempotencyMiddleware(ASGIMiddleware):
         decision = await requests.begin(claim_request)
         if isinstance(decision, Replay):
             metrics.idempotency_outcomes.labels("replayed").inc()
+            principal = user if isinstance(user, Principal) else None
+            entry = replay_entry(principal, method, scope["path"], _case_of(scope["path"]))
+            try:
+                await record_alone(self.uow_factory(), entry)
+            except (Unavailable, TransientConflict):
+                await _answer(
+                    send,
+                    503,
+                    "dependency-unavailable",
+                    "the replay could not be recorded in the audit trail; retry with the same Idempotency-Key",
+                    headers=[(b"retry-after", b"1")],
+                )
+                return
             await _replay(send, decision.response)
             return
         if isinstance(decision, Mismatch):
@@ -179,6 +198,17 @@ class IdempotencyMiddleware(ASGIMiddleware):
         metrics.idempotency_outcomes.labels("executed").inc()
         for message in captured:
             await send(message)
+
+
+def _case_of(path: str) -> UUID | None:
+    """The case a ``/v1/cases/{id}/...`` path is about, for the audit trail."""
+    parts = path.split("/")
+    if len(parts) > 3 and parts[1] == "v1" and parts[2] == "cases":
+        try:
+            return UUID(parts[3])
+        except ValueError:
+            return None
+    return None
 
 
 def _body_limit(handler: Any, default: int) -> int:

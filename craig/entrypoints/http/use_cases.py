@@ -47,6 +47,8 @@ PER_REQUEST = (
     "get_rule_set",
     "list_rule_sets",
     "evaluate_rule_set",
+    "list_audit_entries",
+    "show_case_history",
 )
 
 

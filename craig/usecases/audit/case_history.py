@@ -6,14 +6,16 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.audit_query import AuditCursor, AuditPage, page_size
-from craig.ports.audit import HasAudit
 from craig.ports.cases import HasCases
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.cases import visible_case
 
+CASE_HISTORY = "case_history"
 
-class ShowCaseHistoryWork(UnitOfWork, HasAudit, HasCases, Protocol):
+
+class ShowCaseHistoryWork(AuditWork, HasCases, Protocol):
     """The unit of work :class:`ShowCaseHistory` uses."""
 
 
@@ -28,6 +30,11 @@ class ShowCaseHistory:
         may see its history; for anyone else the case does not exist (:class:`NotFound`)."""
         size = page_size(limit)
         after = AuditCursor.decode(cursor) if cursor else None
-        async with self.uow:
-            await visible_case(self.uow, principal, case_id)
-            return await self.uow.audit.case_history(case_id, size, after)
+        async with refusals_recorded(self.uow, principal, AuditAction.READ, CASE_HISTORY, case_id, case_id=case_id):
+            async with self.uow:
+                await visible_case(self.uow, principal, case_id)
+                page = await self.uow.audit.case_history(case_id, size, after)
+                # Reading the audit log is itself audited.
+                await record(self.uow, principal, AuditAction.READ, CASE_HISTORY, case_id, case_id=case_id)
+                await self.uow.commit()
+        return page

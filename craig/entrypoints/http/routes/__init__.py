@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from craig.entrypoints.http.routes.attachments import ROUTES as ATTACHMENT_ROUTES
+from craig.entrypoints.http.routes.audit import ROUTES as AUDIT_ROUTES
 from craig.entrypoints.http.routes.cases import ROUTES as CASE_ROUTES
 from craig.entrypoints.http.routes.exchange import ROUTES as EXCHANGE_ROUTES
 from craig.entrypoints.http.routes.intake import ROUTES as INTAKE_REFERRAL_ROUTES
@@ -24,6 +25,8 @@ V1_ROUTES: list[Any] = [
     *EXCHANGE_ROUTES,
     # rule sets (issue 8)
     *RULE_SET_ROUTES,
+    # the audit trail
+    *AUDIT_ROUTES,
 ]
 
 #: Under ``/intake``: public, anonymous; idempotency applies with a scope per route.

@@ -1,0 +1,143 @@
+"""Recording in the audit trail what a use case did, or was refused.
+
+A use case appends its entry inside its own block, so the entry commits with what it records
+(a write and its entry together or not at all) and a read whose entry cannot be written fails
+instead of being served. :func:`refusals_recorded` wraps the block: a :class:`NotFound` or
+:class:`Forbidden` raised inside is kept as a ``denied`` entry, written in a block of its own
+on the same unit of work (the refused block rolled back; when the idempotency layer holds the
+request's transaction, the denial commits with the stored answer), and then raised again.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
+from craig.domain.errors import Forbidden, NotFound
+from craig.ports.audit import HasAudit
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.ids import new_id
+
+#: The role an operator at the command line is recorded with.
+OPERATOR_ROLE = "operator"
+#: The role of a caller without a token (public intake).
+ANONYMOUS_ROLE = "anonymous"
+
+
+class AuditWork(UnitOfWork, HasAudit, Protocol):
+    """A unit of work that records audit entries."""
+
+
+def audit_entry(
+    principal: Principal,
+    action: AuditAction,
+    resource_type: str,
+    resource_id: object = None,
+    *,
+    case_id: UUID | None = None,
+    resource_ids: Iterable[object] = (),
+    changed_fields: Iterable[str] = (),
+    outcome: AuditOutcome = AuditOutcome.ALLOWED,
+) -> AuditEntry:
+    """One entry by ``principal`` (never a value of personal data: ids and field names only)."""
+    return AuditEntry(
+        id=new_id(),
+        action=action,
+        resource_type=resource_type,
+        resource_id=None if resource_id is None else str(resource_id),
+        resource_ids=tuple(str(ident) for ident in resource_ids),
+        case_id=case_id,
+        changed_fields=tuple(changed_fields),
+        outcome=outcome,
+        actor=principal.sub,
+        actor_role=str(principal.role),
+        actor_name=principal.name,
+        request_id=principal.request_id,
+        client_ip=principal.client_ip,
+    )
+
+
+def operator_entry(action: AuditAction, resource_type: str, resource_id: object = None) -> AuditEntry:
+    """An entry for an operator's command (no token: the operating-system user is the name)."""
+    try:
+        name: str | None = getpass.getuser()
+    except (KeyError, OSError):
+        name = None
+    return AuditEntry(
+        id=new_id(),
+        action=action,
+        resource_type=resource_type,
+        resource_id=None if resource_id is None else str(resource_id),
+        actor_role=OPERATOR_ROLE,
+        actor_name=name,
+    )
+
+
+def replay_entry(principal: Principal | None, method: str, path: str, case_id: UUID | None) -> AuditEntry:
+    """An idempotent replay: the stored answer to ``method path`` served again."""
+    if principal is not None:
+        return audit_entry(principal, AuditAction.REPLAY, "request", f"{method} {path}", case_id=case_id)
+    return AuditEntry(
+        id=new_id(),
+        action=AuditAction.REPLAY,
+        resource_type="request",
+        resource_id=f"{method} {path}",
+        actor_role=ANONYMOUS_ROLE,
+    )
+
+
+async def record_alone(uow: AuditWork, entry: AuditEntry) -> None:
+    """Append ``entry`` in a transaction of its own (an answer no use case runs for)."""
+    async with uow:
+        await uow.audit.append([entry])
+        await uow.commit()
+
+
+async def record(
+    uow: HasAudit,
+    principal: Principal,
+    action: AuditAction,
+    resource_type: str,
+    resource_id: object = None,
+    *,
+    case_id: UUID | None = None,
+    resource_ids: Iterable[object] = (),
+    changed_fields: Iterable[str] = (),
+) -> None:
+    """Append one ``allowed`` entry in the caller's open block."""
+    entry = audit_entry(
+        principal,
+        action,
+        resource_type,
+        resource_id,
+        case_id=case_id,
+        resource_ids=resource_ids,
+        changed_fields=changed_fields,
+    )
+    await uow.audit.append([entry])
+
+
+@asynccontextmanager
+async def refusals_recorded(
+    uow: AuditWork,
+    principal: Principal,
+    action: AuditAction,
+    resource_type: str,
+    resource_id: object = None,
+    *,
+    case_id: UUID | None = None,
+) -> AsyncIterator[None]:
+    """Around a use case's block: a refusal raised inside becomes a ``denied`` entry."""
+    try:
+        yield
+    except (NotFound, Forbidden):
+        entry = audit_entry(principal, action, resource_type, resource_id, case_id=case_id, outcome=AuditOutcome.DENIED)
+        async with uow:
+            await uow.audit.append([entry])
+            await uow.commit()
+        raise
