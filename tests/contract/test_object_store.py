@@ -14,7 +14,7 @@ import pytest
 from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.adapters.objectstore.filesystem import FilesystemObjectStore
 from craig.adapters.objectstore.minio import MinioObjectStore
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.ports.object_store import InvalidObjectKey, ObjectStore
 from tests.support.apps import free_port
 
@@ -184,7 +184,7 @@ async def test_an_unusable_store_raises_object_store_unavailable(broken_store: O
 @pytest.mark.s3
 async def test_s3_prepare_creates_a_missing_bucket(request: pytest.FixtureRequest) -> None:
     store = s3_store(request, f"t-{uuid.uuid4().hex[:12]}")
-    with pytest.raises(ObjectStoreUnavailable, match="does not exist"):
+    with pytest.raises(ObjectStoreDefect, match="does not exist"):
         await store.ping()
     await store.prepare()
     await store.ping()
