@@ -113,6 +113,12 @@ OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
 #: Refresh an OAuth2 token this long before it expires.
 TOKEN_REFRESH_LEAD_TIME: Final = timedelta(seconds=30)
+#: Longest a partner request waits for a pooled connection: well below the refresh lead, so a
+#: token checked fresh is still valid when the request finally goes out.
+PARTNER_POOL_WAIT: Final = timedelta(seconds=5)
+#: A request must start within this share of the time its token had left when it was checked
+#: (pool wait plus connect); the rest is margin for writing it and for the partner's clock.
+PARTNER_TOKEN_SEND_SHARE: Final = 0.5
 SEND_POLL_INTERVAL: Final = timedelta(seconds=1)
 SEND_MAX_CONCURRENCY: Final = 8
 #: 1 immediate attempt + 5 retries, about 32 minutes in all.

@@ -17,7 +17,12 @@ from typing import Any
 import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
-from craig.domain.constants import PARTNER_TOKEN_DEFAULT_LIFETIME, TOKEN_REFRESH_LEAD_TIME
+from craig.domain.constants import (
+    PARTNER_POOL_WAIT,
+    PARTNER_TOKEN_DEFAULT_LIFETIME,
+    PARTNER_TOKEN_SEND_SHARE,
+    TOKEN_REFRESH_LEAD_TIME,
+)
 from craig.domain.exchange import DispatchResult, PartnerAnswer, TransportFailure, describe
 from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
@@ -66,9 +71,13 @@ class HttpPartnerGateway(PartnerGateway):
         token_refresh_lead: timedelta = TOKEN_REFRESH_LEAD_TIME,
         monotonic: Callable[[], float] = time.monotonic,
         on_token_refresh: Callable[[], None] | None = None,
+        pool_wait: timedelta = PARTNER_POOL_WAIT,
     ) -> None:
+        self._read = read_timeout_seconds
+        self._connect = connect_timeout_seconds
+        self._pool_wait = pool_wait.total_seconds()
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(read_timeout_seconds, connect=connect_timeout_seconds),
+            timeout=httpx.Timeout(read_timeout_seconds, connect=connect_timeout_seconds, pool=self._pool_wait),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             follow_redirects=False,
             trust_env=False,
@@ -98,34 +107,46 @@ class HttpPartnerGateway(PartnerGateway):
             raise TokenUnavailable(TransportFailure("protocol", "token endpoint: not a bearer token grant"))
         return TokenGrant(token, timedelta(seconds=expires_in))
 
-    async def _authorized(self, partner: Partner, pace: Pace, request: Callable[[str], Any]) -> httpx.Response:
+    def _timeout(self, partner: Partner) -> httpx.Timeout:
+        """The timeouts of a request about to carry the partner's token, just checked: the wait
+        for a pooled connection and the connect together stay within ``PARTNER_TOKEN_SEND_SHARE``
+        of the time the token has left, so the request starts before the token expires."""
+        budget = self.tokens.valid_for(partner) * PARTNER_TOKEN_SEND_SHARE
+        pool = min(self._pool_wait, budget / 2)
+        return httpx.Timeout(self._read, connect=min(self._connect, budget - pool), pool=pool)
+
+    async def _authorized(
+        self, partner: Partner, pace: Pace, request: Callable[[str, httpx.Timeout], Any]
+    ) -> httpx.Response:
         """One request with the cached token; on 401, one refresh and one retry.
 
         The token is fetched before the rate-limit wait, so the wait hides a refresh, and looked
         at again when the wait is over: a token that expired (or came within the refresh lead
-        of expiring) while waiting is refreshed before it is sent."""
+        of expiring) while waiting is refreshed before it is sent. Between that look and the
+        request going out there is only the wait for a pooled connection and the connect, both
+        bounded by :meth:`_timeout` (a pool held busy longer ends the request as a timeout)."""
         await self.tokens.token(partner)
         await pace()
         token = await self.tokens.token(partner)
-        response: httpx.Response = await request(token)
+        response: httpx.Response = await request(token, self._timeout(partner))
         if response.status_code == 401:
             await self.tokens.replace(partner, token)
             await pace()
             token = await self.tokens.token(partner)
-            response = await request(token)
+            response = await request(token, self._timeout(partner))
         return response
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
         body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
 
-        def post(token: str) -> Any:
+        def post(token: str, timeout: httpx.Timeout) -> Any:
             headers = {
                 "Authorization": f"Bearer {token}",
                 "Content-Type": "application/json",
                 CORRELATION_HEADER: str(delivery.correlation_id),
             }
-            return self._client.post(url, content=body, headers=headers)
+            return self._client.post(url, content=body, headers=headers, timeout=timeout)
 
         try:
             response = await self._authorized(partner, pace, post)
@@ -138,9 +159,9 @@ class HttpPartnerGateway(PartnerGateway):
     async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
         url = partner.url(path)
 
-        def get(token: str) -> Any:
+        def get(token: str, timeout: httpx.Timeout) -> Any:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            return self._client.get(url, params=dict(params), headers=headers)
+            return self._client.get(url, params=dict(params), headers=headers, timeout=timeout)
 
         try:
             response = await self._authorized(partner, pace, get)
