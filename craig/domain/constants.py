@@ -58,6 +58,11 @@ INBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 INBOX_BACKOFF_CAP: Final = timedelta(seconds=60)
 #: Processed inbox rows older than this are purged.
 INBOX_RETENTION: Final = timedelta(days=7)
+#: A broker consumer that cannot settle a message (its re-publish to a retry queue or to the
+#: dead-letter exchange fails) holds it this long before requeueing it, doubling per consecutive
+#: failure on its queue, with equal jitter, up to the cap (below the broker's 15 s graceful stop).
+BUS_SETTLE_BACKOFF_BASE: Final = timedelta(milliseconds=250)
+BUS_SETTLE_BACKOFF_CAP: Final = timedelta(seconds=10)
 
 # --- Purging ------------------------------------------------------------------------------
 #: Rows deleted per statement by the cleanup worker, so purges never hold long locks.
