@@ -12,7 +12,7 @@ import pytest
 
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.domain.constants import PARTNER_POOL_WAIT, TOKEN_REFRESH_LEAD_TIME
-from craig.domain.exchange import PartnerAnswer, TransportFailure, Verdict, classify
+from craig.domain.exchange import PartnerAnswer, TransportFailure, Verdict, classify, recorded_error
 from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, UpstreamDeserializeError, UpstreamError
 from tests.support.apps import free_port
@@ -99,7 +99,8 @@ async def test_bad_credentials_fail_at_the_token_endpoint(setup: Setup) -> None:
     wrong = attrs.evolve(setup.partner, client_secret="wrong")
     result = await setup.gateway.send(wrong, Delivery(uuid.uuid4(), {}), setup.pace)
     assert isinstance(result, PartnerAnswer) and result.status == 401
-    assert result.detail.startswith("token endpoint: ") and classify(result) is Verdict.FAIL
+    assert result.at_token_endpoint and classify(result) is Verdict.FAIL
+    assert recorded_error(result) == "token endpoint answered 401 (client error)"
     assert setup.fake.received == []
 
 

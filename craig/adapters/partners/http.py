@@ -47,18 +47,21 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     return max(timedelta(0), when - now)
 
 
-def _answer(response: httpx.Response, prefix: str = "") -> PartnerAnswer:
+def _answer(response: httpx.Response, *, at_token_endpoint: bool = False) -> PartnerAnswer:
     snippet = " ".join(response.text[:DETAIL_MAX_CHARS].split())
     return PartnerAnswer(
         status=response.status_code,
         retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
-        detail=f"{prefix}{snippet}",
+        detail=snippet,
+        at_token_endpoint=at_token_endpoint,
     )
 
 
-def _transport(error: httpx.HTTPError, prefix: str = "") -> TransportFailure:
+def _transport(error: httpx.HTTPError, *, at_token_endpoint: bool = False) -> TransportFailure:
+    """Only the exception's class: its message may quote what the peer sent (a malformed status
+    line, a header), and the result ends up in a job's ``last_error``."""
     kind = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
-    return TransportFailure(kind, f"{prefix}{type(error).__name__}: {error}"[:DETAIL_MAX_CHARS])
+    return TransportFailure(kind, type(error).__name__, at_token_endpoint=at_token_endpoint)
 
 
 class HttpPartnerGateway(PartnerGateway):
@@ -93,18 +96,20 @@ class HttpPartnerGateway(PartnerGateway):
                 headers={"Accept": "application/json"},
             )
         except httpx.HTTPError as error:
-            raise TokenUnavailable(_transport(error, "token endpoint: ")) from error
+            raise TokenUnavailable(_transport(error, at_token_endpoint=True)) from error
         if not response.is_success:
-            raise TokenUnavailable(_answer(response, "token endpoint: "))
+            raise TokenUnavailable(_answer(response, at_token_endpoint=True))
         try:
             body = response.json()
             token = body["access_token"]
             token_type = str(body.get("token_type", "bearer")).lower()
             expires_in = float(body.get("expires_in", PARTNER_TOKEN_DEFAULT_LIFETIME.total_seconds()))
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise TokenUnavailable(TransportFailure("protocol", f"token endpoint: bad body ({error})")) from error
+            bad_body = f"bad body, {type(error).__name__}"
+            raise TokenUnavailable(TransportFailure("protocol", bad_body, at_token_endpoint=True)) from error
         if not isinstance(token, str) or not token or token_type != "bearer" or expires_in <= 0:
-            raise TokenUnavailable(TransportFailure("protocol", "token endpoint: not a bearer token grant"))
+            not_bearer = TransportFailure("protocol", "not a bearer token grant", at_token_endpoint=True)
+            raise TokenUnavailable(not_bearer)
         return TokenGrant(token, timedelta(seconds=expires_in))
 
     def _timeout(self, partner: Partner) -> httpx.Timeout:
