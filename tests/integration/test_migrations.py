@@ -167,4 +167,30 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0014"
+        assert migrations.head_revision() == "0015"
+
+
+def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:
+    indexes = (
+        "SELECT indexname FROM pg_indexes WHERE indexname IN ('idx_exchange_transactions_retention', "
+        "'idx_event_inbox_broadcast_dead', 'idx_event_inbox_broadcast_waiting', 'idx_exchange_transactions_created')"
+        " ORDER BY indexname"
+    )
+    column = (
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_name = 'exchange_transactions' AND column_name = 'retention_from'"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0015")
+        assert [r["indexname"] for r in fetch(url, indexes)] == [
+            "idx_event_inbox_broadcast_dead",
+            "idx_event_inbox_broadcast_waiting",
+            "idx_exchange_transactions_retention",
+        ]
+        assert len(fetch(url, column)) == 1
+        migrations.downgrade(url, "0014")
+        assert [r["indexname"] for r in fetch(url, indexes)] == ["idx_exchange_transactions_created"]
+        assert fetch(url, column) == []
+        migrations.upgrade(url, "0015")
+        assert len(fetch(url, indexes)) == 3
+
