@@ -110,8 +110,8 @@ CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
-#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request), so a
-#: listing holds one page in memory, never the whole tree.
+#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request): a page
+#: holds at most this many entries per directory level in memory, never a directory or the tree.
 OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
