@@ -198,7 +198,7 @@ def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url:
 def test_0016_cuts_stored_partner_answers_to_their_first_clause(pg_server_url: str) -> None:
     ids = {name: str(uuid.uuid4()) for name in ("partner", "transaction", "user")}
     errors = {
-        "partner answered 422: {\"invalid\": {\"name\": \"Ann Doe\"}}": "partner answered 422",
+        'partner answered 422: {"invalid": {"name": "Ann Doe"}}': "partner answered 422",
         "timeout: ReadTimeout: timed out": "timeout",
         "partner answered 503 (server error)": "partner answered 503 (server error)",
         "lease expired: the worker stopped during the dispatch": "lease expired",

@@ -81,8 +81,10 @@ async def test_a_delivered_purge_pass_reads_its_batch_not_the_failed_history(dat
         transactions(20, "sent", 35, 1),  # old, but sent recently (a retry): not yet
         transactions(20, "sent", 1, 1),  # young
     )
-    delivered = "SELECT count(*) FROM exchange_transactions WHERE created_at < now() - interval '38 days' " \
+    delivered = (
+        "SELECT count(*) FROM exchange_transactions WHERE created_at < now() - interval '38 days' "
         "AND created_at > now() - interval '42 days'"
+    )
     params = {"age": RETENTION.total_seconds(), "limit": BATCH}
     examined: list[int] = []
     async with database.engine.connect() as conn:

@@ -25,7 +25,9 @@ def rows_examined(plan: Mapping[str, Any], tables: Collection[str]) -> int:
     for node in plan_nodes(plan):
         if node.get("Relation Name") in tables and node["Node Type"] != "ModifyTable":
             per_loop = (
-                node["Actual Rows"] + node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
+                node["Actual Rows"]
+                + node.get("Rows Removed by Filter", 0)
+                + node.get("Rows Removed by Index Recheck", 0)
             )
             total += per_loop * node["Actual Loops"]
     return round(total)

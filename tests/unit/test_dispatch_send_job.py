@@ -226,7 +226,10 @@ async def test_a_send_abandoned_at_its_deadline_is_a_timeout_retried(backend: Ba
     claim = await claimed(backend)
     dispatched = dispatcher(backend, ScriptedGateway()).abandoned(claim)
     assert dispatched.name == "retry" and dispatched.outcome is not None
-    assert dispatched.outcome.decision.error == "timeout at the partner (the dispatch outlived its deadline inside the lease)"
+    assert (
+        dispatched.outcome.decision.error
+        == "timeout at the partner (the dispatch outlived its deadline inside the lease)"
+    )
     assert dispatched.outcome.decision.retry_in == timedelta(seconds=7)
 
 
