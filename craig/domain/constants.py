@@ -58,6 +58,11 @@ INBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 INBOX_BACKOFF_CAP: Final = timedelta(seconds=60)
 #: Processed inbox rows older than this are purged.
 INBOX_RETENTION: Final = timedelta(days=7)
+#: A broker consumer that cannot settle a message (its re-publish to a retry queue or to the
+#: dead-letter exchange fails) holds it this long before requeueing it, doubling per consecutive
+#: failure on its queue, with equal jitter, up to the cap (below the broker's 15 s graceful stop).
+BUS_SETTLE_BACKOFF_BASE: Final = timedelta(milliseconds=250)
+BUS_SETTLE_BACKOFF_CAP: Final = timedelta(seconds=10)
 
 # --- Purging ------------------------------------------------------------------------------
 #: Rows deleted per statement by the cleanup worker, so purges never hold long locks.
@@ -105,14 +110,20 @@ CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
-#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request), so a
-#: listing holds one page in memory, never the whole tree.
+#: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request): a page
+#: holds at most this many entries per directory level in memory, never a directory or the tree.
 OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
 #: Refresh an OAuth2 token this long before it expires.
 TOKEN_REFRESH_LEAD_TIME: Final = timedelta(seconds=30)
+#: Longest a partner request waits for a pooled connection: well below the refresh lead, so a
+#: token checked fresh is still valid when the request finally goes out.
+PARTNER_POOL_WAIT: Final = timedelta(seconds=5)
+#: A request must start within this share of the time its token had left when it was checked
+#: (pool wait plus connect); the rest is margin for writing it and for the partner's clock.
+PARTNER_TOKEN_SEND_SHARE: Final = 0.5
 SEND_POLL_INTERVAL: Final = timedelta(seconds=1)
 SEND_MAX_CONCURRENCY: Final = 8
 #: 1 immediate attempt + 5 retries, about 32 minutes in all.

@@ -94,19 +94,24 @@ def backoff(attempts: int, schedule: Schedule = SEND_BACKOFF_SCHEDULE) -> timede
 
 @attrs.frozen
 class PartnerAnswer:
-    """The partner (or its token endpoint) answered with an HTTP status."""
+    """The partner (or its token endpoint) answered with an HTTP status. ``detail`` is the
+    partner's own words (a snippet of its body, which may echo the payload back): it may be
+    shown to the caller of a read, never stored (see :func:`recorded_error`)."""
 
     status: int
     retry_after: timedelta | None = None
     detail: str = ""
+    at_token_endpoint: bool = False
 
 
 @attrs.frozen
 class TransportFailure:
-    """No answer: ``kind`` is ``timeout`` or ``connection``."""
+    """No answer: ``kind`` is ``timeout``, ``connection`` or ``protocol``. ``detail`` is Craig's
+    own words (an exception's class name, a fixed phrase), never bytes the peer sent."""
 
     kind: str
     detail: str = ""
+    at_token_endpoint: bool = False
 
 
 DispatchResult = PartnerAnswer | TransportFailure
@@ -129,22 +134,42 @@ def classify(result: DispatchResult) -> Verdict:
     return Verdict.FAIL
 
 
-#: A job's ``last_error`` is cut to this length (the partner's body may be long).
+#: A job's ``last_error`` is cut to this length.
 MAX_ERROR_LENGTH = 2000
+_STATUS_CLASSES = {1: "informational", 2: "success", 3: "redirect", 4: "client error", 5: "server error"}
+
+
+def _where(result: DispatchResult) -> str:
+    return "token endpoint" if result.at_token_endpoint else "partner"
 
 
 def describe(result: DispatchResult) -> str:
+    """The result with the partner's own words, for the caller of a read (an upstream error);
+    never stored: a partner may echo the payload back."""
+    text = recorded_error(result)
+    if isinstance(result, PartnerAnswer) and result.detail:
+        text += f": {result.detail}"
+    return text[:MAX_ERROR_LENGTH]
+
+
+def recorded_error(result: DispatchResult) -> str:
+    """What a send job keeps of a failed attempt (``last_error``, shown to admins, carried by
+    ``exchange.send_failed``): where it failed, the status and its class, or the kind of
+    transport failure. Never the partner's body, which may echo the payload (a child's name)
+    back, and is not needed to decide anything: the partner logs its own answers, and the
+    correlation id finds them there."""
     if isinstance(result, TransportFailure):
-        text = f"{result.kind}: {result.detail}".rstrip(": ")
+        text = f"{result.kind} at the {_where(result)}" + (f" ({result.detail})" if result.detail else "")
     else:
-        text = f"partner answered {result.status}" + (f": {result.detail}" if result.detail else "")
+        kind = _STATUS_CLASSES.get(result.status // 100, "unknown status")
+        text = f"{_where(result)} answered {result.status} ({kind})"
     return text[:MAX_ERROR_LENGTH]
 
 
 def headline(error: str | None) -> str | None:
-    """The part of an error an event may carry: its first clause (``partner answered 422``,
-    ``timeout``, ``lease expired``). What follows is the partner's or the transport's own words,
-    and a partner may echo the payload back; events are stored unencrypted."""
+    """The part of an error an event may carry: its first clause (``partner answered 422
+    (client error)``, ``lease expired``). Errors written before :func:`recorded_error` quoted the
+    partner after a colon (rows older than migration 0016 are cut the same way)."""
     return None if error is None else error.split(":", 1)[0].strip()
 
 
@@ -168,7 +193,7 @@ def decide_after_attempt(
     verdict = classify(result)
     if verdict is Verdict.SENT:
         return AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
-    error = describe(result)
+    error = recorded_error(result)
     if verdict is Verdict.FAIL or attempts >= max_attempts:
         return AttemptDecision(JobStatus.FAILED, error=error, event_type=EXCHANGE_SEND_FAILED)
     delay = backoff(attempts, schedule)

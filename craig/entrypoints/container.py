@@ -306,7 +306,6 @@ class Container(containers.DeclarativeContainer):
     )
     rule_cache = providers.Singleton(
         RuleSetCache,
-        clock=clock,
         max_age=providers.Callable(lambda s: timedelta(seconds=s.rules.cache_max_age_seconds), settings),
     )
     intake_policy = providers.Singleton(intake_policy_from, settings)

@@ -51,6 +51,14 @@ class DatabaseDefect(Defect):
         super().__init__("database", detail)
 
 
+class ObjectStoreDefect(Defect):
+    """The object store refused for good: wrong credentials or signature, no such bucket, access
+    denied, an argument the SDK rejects. An operator must fix the configuration (HTTP 500)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("object store", detail)
+
+
 class TransientConflict(PortError):
     """A serialization failure or deadlock: the whole transaction may simply be retried."""
 

@@ -75,7 +75,13 @@ class TransactionRepository(Protocol):
         ``sent`` with ``completed_at`` more than ``older_than`` ago (database clock), together
         with their jobs. A transaction with a job in any other state (or sent more recently)
         stays, all its jobs with it. Returns the number of jobs deleted (at least the number of
-        transactions); the cost is bounded by ``limit``, not by the history."""
+        transactions).
+
+        The cost is bounded by ``limit``, not by the history: a call looks at no more than
+        ``limit`` transactions (and their jobs). An adapter may count the ones it keeps against
+        ``limit`` and look at them again only once they could have become purgeable (one
+        retention period later, or when their last job's completion is old enough), so a call
+        may delete fewer than ``limit`` while more are purgeable; the next calls get to them."""
         ...
 
 

@@ -12,7 +12,9 @@ disconnected are lost to it):
 * the whole cache is dropped whenever the instance's subscription (re)connects
   (:meth:`RuleSetCache.evict` with no name, wired by the composition root); and
 * no entry is served older than ``max_age`` (``CRAIG_RULES__CACHE_MAX_AGE_SECONDS``, 60 s):
-  past it the next evaluation reads the database again.
+  past it the next evaluation reads the database again. Age is measured on a monotonic clock
+  (``time.monotonic`` unless one is injected), never on the wall clock, so a clock stepped back
+  (NTP, a VM restored from a snapshot) cannot keep a stale decision for longer.
 
 A load races an eviction: an instance may read version 1 from the database, receive the event
 for version 2 and evict, and only then finish its load. :meth:`RuleSetCache.offer` therefore
@@ -22,19 +24,15 @@ be cached after the event that retired it.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import timedelta
 
 import attrs
 
 from craig.domain.constants import RULE_CACHE_MAX_AGE, RULE_CACHE_MAX_ENTRIES
 from craig.domain.rules import RuleSet
-from craig.ports.clock import Clock
-
-
-class _UtcClock(Clock):
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 @attrs.frozen
@@ -42,20 +40,24 @@ class Cached:
     """A cache entry: the latest version, or None when the database had no rule set of that name."""
 
     rule_set: RuleSet | None
-    cached_at: datetime
+    #: Seconds on the cache's monotonic clock.
+    cached_at: float
 
 
 class RuleSetCache:
-    """Not thread-safe; one per process, used from its event loop (no awaits inside)."""
+    """Not thread-safe; one per process, used from its event loop (no awaits inside).
+
+    ``monotonic`` gives seconds that never go back (tests pass a fake): the wall clock must not
+    age entries, since a clock stepped back would keep a stale decision forever."""
 
     def __init__(
         self,
-        clock: Clock | None = None,
         max_age: timedelta = RULE_CACHE_MAX_AGE,
         max_entries: int = RULE_CACHE_MAX_ENTRIES,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._entries: OrderedDict[str, Cached] = OrderedDict()
-        self._clock = clock or _UtcClock()
+        self._monotonic = monotonic
         self._max_age = max_age
         self._max_entries = max_entries
         self._evictions = 0
@@ -74,7 +76,7 @@ class RuleSetCache:
         entry = self._entries.get(name)
         if entry is None:
             return None
-        if self._clock.now() - entry.cached_at > self._max_age:
+        if self._monotonic() - entry.cached_at > self._max_age.total_seconds():
             del self._entries[name]
             return None
         self._entries.move_to_end(name)
@@ -126,7 +128,7 @@ class RuleSetCache:
         return max(self._evicted_at.get(name, 0), self._evicted_all_at) > ticket
 
     def _put(self, name: str, rule_set: RuleSet | None) -> None:
-        self._entries[name] = Cached(rule_set, self._clock.now())
+        self._entries[name] = Cached(rule_set, self._monotonic())
         self._entries.move_to_end(name)
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,7 @@ import pytest
 from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.adapters.objectstore.filesystem import FilesystemObjectStore
 from craig.adapters.objectstore.minio import MinioObjectStore
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.ports.object_store import InvalidObjectKey, ObjectStore
 from tests.support.apps import free_port
 
@@ -184,7 +185,7 @@ async def test_an_unusable_store_raises_object_store_unavailable(broken_store: O
 @pytest.mark.s3
 async def test_s3_prepare_creates_a_missing_bucket(request: pytest.FixtureRequest) -> None:
     store = s3_store(request, f"t-{uuid.uuid4().hex[:12]}")
-    with pytest.raises(ObjectStoreUnavailable, match="does not exist"):
+    with pytest.raises(ObjectStoreDefect, match="does not exist"):
         await store.ping()
     await store.prepare()
     await store.ping()
@@ -203,3 +204,24 @@ async def test_the_filesystem_store_reads_a_listing_one_page_at_a_time(tmp_path:
     await store.put("p/9/blob", b"x", "text/plain")  # beyond it too: listed
     rest = [o.key async for o in listing]
     assert rest == ["p/2/blob", "p/3/blob", "p/4/blob", "p/5/blob", "p/7/blob", "p/9/blob"]
+
+
+async def test_a_filesystem_page_of_a_large_directory_holds_a_page_of_it_not_all_of_it(tmp_path: Path) -> None:
+    """A directory lists in no useful order, so a page reads it whole; it keeps only the entries
+    that can still be on the page. 20,000 names and their entries would take megabytes."""
+    store = FilesystemObjectStore(tmp_path / "objects", list_page_keys=10)
+    await store.prepare()
+    directory = tmp_path / "objects" / "data" / "big"
+    directory.mkdir()
+    for n in range(20_000):
+        (directory / f"{n:05}").touch()
+    tracemalloc.start()
+    try:
+        listing = store.list("big/", start_after="big/09999")
+        page = [await anext(listing) for _ in range(10)]  # exactly the first page
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    await listing.aclose()
+    assert [o.key for o in page] == [f"big/{n:05}" for n in range(10_000, 10_010)]
+    assert peak < 500_000, f"{peak} bytes traced while one page of 10 keys was read"

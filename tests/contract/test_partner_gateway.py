@@ -11,7 +11,8 @@ import attrs
 import pytest
 
 from craig.adapters.partners.http import HttpPartnerGateway
-from craig.domain.exchange import PartnerAnswer, TransportFailure, Verdict, classify
+from craig.domain.constants import PARTNER_POOL_WAIT, TOKEN_REFRESH_LEAD_TIME
+from craig.domain.exchange import PartnerAnswer, TransportFailure, Verdict, classify, recorded_error
 from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, UpstreamDeserializeError, UpstreamError
 from tests.support.apps import free_port
@@ -98,7 +99,8 @@ async def test_bad_credentials_fail_at_the_token_endpoint(setup: Setup) -> None:
     wrong = attrs.evolve(setup.partner, client_secret="wrong")
     result = await setup.gateway.send(wrong, Delivery(uuid.uuid4(), {}), setup.pace)
     assert isinstance(result, PartnerAnswer) and result.status == 401
-    assert result.detail.startswith("token endpoint: ") and classify(result) is Verdict.FAIL
+    assert result.at_token_endpoint and classify(result) is Verdict.FAIL
+    assert recorded_error(result) == "token endpoint answered 401 (client error)"
     assert setup.fake.received == []
 
 
@@ -145,3 +147,33 @@ async def test_a_token_that_comes_within_the_refresh_lead_during_the_wait_is_ref
     await setup.gateway.send(setup.partner, Delivery(uuid.uuid4(), {"case": "c-1"}), wait)
     assert setup.fake.received[-1].token != first and setup.fake.unauthorized == 0
     assert setup.fake.tokens_used_after_expiry() == []
+
+
+async def test_a_request_waiting_for_a_busy_pool_never_sends_its_token_expired() -> None:
+    """The only pooled connection is held by a slow send while another send, its token checked
+    fresh, waits for it. The wait is bounded by the time the token has left, so the waiting send
+    ends as a (retryable) timeout instead of going out with a token that expired meanwhile."""
+    async with serving_partner() as (fake, base):
+        partner = a_partner(base_url=base, client_id=CLIENT_ID, client_secret=CLIENT_SECRET)
+        gateway = HttpPartnerGateway(connect_timeout_seconds=2, read_timeout_seconds=30, max_connections=1)
+        setup = Setup(fake, partner, gateway)
+        try:
+            fake.token_lifetime_seconds = 4.0  # checked fresh for 2 s, valid for 4 s
+            assert classify(await setup.send()) is Verdict.SENT  # the token is fetched
+            fake.delay_seconds = 8.0  # the next send holds the one connection for 8 s
+            holder = asyncio.create_task(setup.send())
+            while len(fake.arrivals) < 2:
+                await asyncio.sleep(0.01)
+            waiting = await setup.send()  # its token is fresh; the pool is not
+            fake.delay_seconds = 0.0  # releases the holder
+            assert classify(await holder) is Verdict.SENT
+        finally:
+            await gateway.aclose()
+    assert isinstance(waiting, TransportFailure) and waiting.kind == "timeout", waiting
+    assert classify(waiting) is Verdict.RETRY
+    assert fake.tokens_used_after_expiry() == [] and fake.unauthorized == 0
+    assert len(fake.received) == 2  # the waiting send never reached the partner
+
+
+def test_the_pool_wait_is_well_below_the_token_refresh_lead() -> None:
+    assert PARTNER_POOL_WAIT * 4 <= TOKEN_REFRESH_LEAD_TIME

@@ -137,7 +137,7 @@ async def test_a_retry_is_recorded_with_its_backoff_and_no_event(backend: Backen
     retry = decide_after_attempt(1, PartnerAnswer(503, detail="down"), schedule=(timedelta(seconds=0.4),))
     assert (await run_pass(backend, [outcome(claim.job, retry)])).claims == []
     stored = await get(backend, claim.job)
-    assert stored.status is JobStatus.PENDING and stored.last_error == "partner answered 503: down"
+    assert stored.status is JobStatus.PENDING and stored.last_error == "partner answered 503 (server error)"
     assert await staged_events(backend) == []
     await backend.sleep(0.5)
     assert [c.job.attempts for c in (await run_pass(backend)).claims] == [2]

@@ -105,7 +105,7 @@ async def test_a_retry_waits_for_its_backoff(backend: Backend) -> None:
     decision = decide_after_attempt(1, PartnerAnswer(503, detail="down"), schedule=(timedelta(seconds=0.4),))
     [retrying] = await record(backend, [(claimed, decision)])
     assert retrying.status is JobStatus.PENDING and retrying.attempts == 1
-    assert retrying.last_error == "partner answered 503: down" and retrying.completed_at is None
+    assert retrying.last_error == "partner answered 503 (server error)" and retrying.completed_at is None
     assert await claim(backend) == []
     await backend.sleep(0.5)
     [again] = await claim(backend)

@@ -117,6 +117,35 @@ async def test_same_key_different_body_is_422_and_does_not_run(api: Api) -> None
     assert probe.EXECUTIONS[n] == 1
 
 
+async def test_uploads_that_differ_only_after_a_semicolon_in_the_file_name_are_different_bodies(
+    pg_api: Api,
+) -> None:
+    """``filename="report;v1.pdf"`` and ``filename="report;v2.pdf"``: a parameter parser that
+    splits the header at every ``;`` would see ``report`` twice, fingerprint both uploads alike
+    and replay the first file for the second. The quoted string keeps its ``;``."""
+    case = (await pg_api.post("/v1/cases", {"title": "Doe"})).json()["id"]
+    contact_body = {"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00Z", "summary": "Visited."}
+    contact = (await pg_api.post(f"/v1/cases/{case}/contacts", contact_body)).json()["id"]
+    path, key = f"/v1/cases/{case}/contacts/{contact}/attachments", name()
+    pdf = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"
+
+    async def upload(file_name: str) -> httpx.Response:
+        files = {"file": (file_name, pdf, "application/pdf")}
+        return await pg_api.client.post(path, files=files, headers={**pg_api.headers, "Idempotency-Key": key})
+
+    first = await upload("report;v1.pdf")
+    assert first.status_code == 201, first.text
+    assert first.json()["file_name"] == "report;v1.pdf"
+    replay = await upload("report;v1.pdf")
+    assert replay.headers.get("idempotent-replayed") == "true" and replay.json() == first.json()
+    reused = await upload("report;v2.pdf")
+    assert reused.status_code == 422, reused.text
+    assert reused.headers["content-type"] == "application/problem+json"
+    assert reused.json()["type"] == "/problems/idempotency-key-reused"
+    listed = (await pg_api.client.get(path, headers=pg_api.headers)).json()["items"]
+    assert [item["file_name"] for item in listed] == ["report;v1.pdf"]
+
+
 async def test_same_key_from_another_user_runs_independently(api: Api) -> None:
     n, key = name(), name()
     mine = await api.post(f"/v1/probe/{n}", {"a": 1}, key)

@@ -167,4 +167,60 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0016_audit"
+        assert migrations.head_revision() == "0017"
+
+
+def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:
+    indexes = (
+        "SELECT indexname FROM pg_indexes WHERE indexname IN ('idx_exchange_transactions_retention', "
+        "'idx_event_inbox_broadcast_dead', 'idx_event_inbox_broadcast_waiting', 'idx_exchange_transactions_created')"
+        " ORDER BY indexname"
+    )
+    column = (
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_name = 'exchange_transactions' AND column_name = 'retention_from'"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0015")
+        assert [r["indexname"] for r in fetch(url, indexes)] == [
+            "idx_event_inbox_broadcast_dead",
+            "idx_event_inbox_broadcast_waiting",
+            "idx_exchange_transactions_retention",
+        ]
+        assert len(fetch(url, column)) == 1
+        migrations.downgrade(url, "0014")
+        assert [r["indexname"] for r in fetch(url, indexes)] == ["idx_exchange_transactions_created"]
+        assert fetch(url, column) == []
+        migrations.upgrade(url, "0015")
+        assert len(fetch(url, indexes)) == 3
+
+
+def test_0016_cuts_stored_partner_answers_to_their_first_clause(pg_server_url: str) -> None:
+    ids = {name: str(uuid.uuid4()) for name in ("partner", "transaction", "user")}
+    errors = {
+        'partner answered 422: {"invalid": {"name": "Ann Doe"}}': "partner answered 422",
+        "timeout: ReadTimeout: timed out": "timeout",
+        "partner answered 503 (server error)": "partner answered 503 (server error)",
+        "lease expired: the worker stopped during the dispatch": "lease expired",
+    }
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0015")
+        admin_sql(
+            url,
+            f"""INSERT INTO partners (id, name, base_url, token_url, client_id, client_secret, send_path, records_path)
+                VALUES ('{ids["partner"]}', 'p', 'http://127.0.0.1:9', 'http://127.0.0.1:9/t', 'c', 's', '/t', '/r')""",
+            f"""INSERT INTO exchange_transactions (id, payload, created_by)
+                VALUES ('{ids["transaction"]}', '{{}}', '{ids["user"]}')""",
+        )
+        transaction, partner = ids["transaction"], ids["partner"]
+        for error in [*errors, None]:
+            admin_sql(
+                url,
+                "INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload, last_error) "
+                f"VALUES (gen_random_uuid(), '{transaction}', '{partner}', gen_random_uuid(), '{{}}', "
+                + ("NULL)" if error is None else "'" + error.replace("'", "''") + "')"),
+            )
+        migrations.upgrade(url, "0016")
+        stored = sorted((r["last_error"] or "") for r in fetch(url, "SELECT last_error FROM exchange_send_jobs"))
+        assert stored == sorted(["", *errors.values()])
+        assert not any("Ann" in error for error in stored)

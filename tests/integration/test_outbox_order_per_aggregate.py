@@ -1,5 +1,6 @@
 """Order per aggregate on real PostgreSQL: the events of one aggregate are numbered (``seq``, the
-relay's order) in the order their transactions commit, however many writers race.
+relay's order) in the order their transactions commit, however many writers race, the send-job
+worker's one-statement pass among them.
 
 The use cases do not lock the case when they record a contact; the outbox writer serialises
 them. Each unit of work here waits a random moment between staging and COMMIT, and records the
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 
+import attrs
 import pytest
 from sqlalchemy import text
 
@@ -21,10 +23,15 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.access import Principal, Role
 from craig.domain.events import EventEnvelope
+from craig.domain.exchange import AttemptDecision, JobStatus
+from craig.ports.exchange import JobOutcome
 from craig.ports.outbox import OutboxWriter
 from craig.usecases.cases import OpenCase
 from craig.usecases.contacts import RecordContact
+from craig.usecases.send_policy import outcome_event
+from tests.support.backends import postgres_backend
 from tests.support.ciphers import TEST_CIPHER
+from tests.support.exchange_data import add_partner, add_transaction
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -143,3 +150,48 @@ async def test_writers_staging_several_aggregates_in_any_order_neither_deadlock_
         order = await _outbox_order(database, "test", aggregate)
         assert order == [event_id for event_id in commits.committed if event_id in set(order)]
         assert len(order) == WRITERS
+
+
+async def test_the_send_job_pass_and_a_writer_of_the_same_job_are_numbered_in_commit_order(pg_url: str) -> None:
+    """A transaction stages an event for a send job and has not committed yet; meanwhile the
+    worker's pass records the job's outcome and stages its ``exchange.sent``. The pass takes the
+    outbox's lock of the aggregate like every writer, so it waits: whichever order the two
+    commit in, their ``seq`` follows it (were the pass to go first, a relay could publish its
+    event before the writer's older one)."""
+    lease, max_wait = timedelta(minutes=1), timedelta(seconds=10)
+    async with postgres_backend(pg_url) as backend:
+        database = backend.postgres
+        assert database is not None
+        [job] = (await add_transaction(backend, [(await add_partner(backend)).id]))[1]
+        [claim] = (await backend.send_job_queue.run_pass([], 1, lease, max_wait)).claims
+        sent = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+        pass_event = outcome_event(claim.job, sent, datetime.now(UTC))
+        writer_event = attrs.evolve(
+            _event(str(job.id), 0), aggregate_type=pass_event.aggregate_type, type="tests.noted"
+        )
+        committed: list[uuid.UUID] = []
+        writer = PostgresUnitOfWork(database, TEST_CIPHER)
+        async with writer:
+            await writer.outbox.stage(writer_event)
+            recording = asyncio.create_task(
+                backend.send_job_queue.run_pass([JobOutcome(claim.job, sent, pass_event)], 0, lease, max_wait)
+            )
+            for _ in range(500):  # until the pass has committed, or waits for the aggregate's lock
+                if recording.done() or await _waiting_for_an_advisory_lock(database):
+                    break
+                await asyncio.sleep(0.01)
+            if recording.done():
+                committed.append(pass_event.id)
+            await writer.commit()
+        committed.append(writer_event.id)
+        assert (await recording).recorded == {job.id}
+        if pass_event.id not in committed:
+            committed.append(pass_event.id)
+        assert await _outbox_order(database, pass_event.aggregate_type, str(job.id)) == committed
+        assert committed == [writer_event.id, pass_event.id]  # the pass waited for the writer
+
+
+async def _waiting_for_an_advisory_lock(database: PostgresDatabase) -> bool:
+    async with database.transaction() as conn:
+        waiting = await conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"))
+        return int(waiting.scalar_one()) > 0

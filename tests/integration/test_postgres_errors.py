@@ -4,14 +4,16 @@ good is a ``DatabaseDefect`` (500)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.ports.errors import DatabaseDefect, DatabaseUnavailable, InvalidData, PortError
-from tests.support.services import free_port
+from tests.support.services import admin_sql, free_port, quote_ident, with_database
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -87,3 +89,47 @@ async def test_an_exhausted_pool_is_unavailable(pg_url: str) -> None:
                     pass
     finally:
         await database.dispose()
+
+
+# --- configuration: a role or database that is not (yet) there ---------------------------------
+# Both are 503, not 500: they concern the connection, not the statement, so the request itself
+# was fine and succeeds unchanged once an operator fixes the role, the password or the database
+# (or a restore finishes): the same pool recovers without a restart, as these tests show.
+
+
+async def test_a_refused_role_is_unavailable_until_the_operator_creates_it(pg_url: str) -> None:
+    role = f"craig_missing_{uuid.uuid4().hex[:8]}"
+    database = PostgresDatabase(make_url(pg_url).set(username=role).render_as_string(hide_password=False))
+    try:
+        with pytest.raises(DatabaseUnavailable) as refused:
+            await database.ping()
+        assert _sqlstate_of(refused.value) == "28000"  # invalid_authorization_specification
+        admin_sql(pg_url, f"CREATE ROLE {quote_ident(role)} LOGIN")
+        await database.ping()  # the same pool, once the operator fixed it
+    finally:
+        await database.dispose()
+        admin_sql(pg_url, f"DROP ROLE IF EXISTS {quote_ident(role)}")
+
+
+async def test_a_missing_database_is_unavailable_until_it_exists(pg_url: str) -> None:
+    name = f"craig_missing_{uuid.uuid4().hex[:8]}"
+    database = PostgresDatabase(with_database(pg_url, name))
+    try:
+        with pytest.raises(DatabaseUnavailable) as refused:
+            await database.ping()
+        assert _sqlstate_of(refused.value) == "3D000"  # invalid_catalog_name
+        admin_sql(pg_url, f"CREATE DATABASE {quote_ident(name)}")
+        await database.ping()
+    finally:
+        await database.dispose()
+        admin_sql(pg_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
+
+
+def _sqlstate_of(error: BaseException) -> str | None:
+    seen: BaseException | None = error
+    while seen is not None:
+        code = getattr(seen, "sqlstate", None) or getattr(getattr(seen, "orig", None), "sqlstate", None)
+        if code:
+            return str(code)
+        seen = seen.__cause__
+    return None

@@ -14,3 +14,19 @@ class FakeClock:
 
     def advance(self, delta: timedelta | float) -> None:
         self.current += delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
+
+
+class FakeMonotonic:
+    """A controllable ``time.monotonic``: seconds that move only when told, never back."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.current = start
+
+    def __call__(self) -> float:
+        return self.current
+
+    def advance(self, delta: timedelta | float) -> None:
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else delta
+        if seconds < 0:
+            raise ValueError("a monotonic clock never goes back")
+        self.current += seconds

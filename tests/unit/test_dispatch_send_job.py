@@ -135,7 +135,7 @@ async def test_a_retryable_answer_is_retried_on_the_policy_backoff_without_an_ev
     assert dispatched.name == "retry" and dispatched.outcome is not None
     decision = dispatched.outcome.decision
     assert decision.status is JobStatus.PENDING and decision.retry_in == timedelta(seconds=7)
-    assert decision.error == "partner answered 503" and dispatched.outcome.event is None
+    assert decision.error == "partner answered 503 (server error)" and dispatched.outcome.event is None
 
 
 async def test_a_longer_retry_after_is_honoured(backend: Backend) -> None:
@@ -154,7 +154,7 @@ async def test_the_last_attempt_fails_the_job_and_stages_send_failed(backend: Ba
     assert dispatched.outcome.decision.status is JobStatus.FAILED
     event = dispatched.outcome.event
     assert event is not None and event.type == EXCHANGE_SEND_FAILED
-    assert event.payload["status"] == "failed" and event.payload["last_error"] == "partner answered 503"
+    assert event.payload["status"] == "failed" and event.payload["last_error"] == "partner answered 503 (server error)"
 
 
 async def test_a_final_answer_fails_the_job_at_once(backend: Backend) -> None:
@@ -226,7 +226,10 @@ async def test_a_send_abandoned_at_its_deadline_is_a_timeout_retried(backend: Ba
     claim = await claimed(backend)
     dispatched = dispatcher(backend, ScriptedGateway()).abandoned(claim)
     assert dispatched.name == "retry" and dispatched.outcome is not None
-    assert dispatched.outcome.decision.error == "timeout: the dispatch outlived its deadline inside the lease"
+    assert (
+        dispatched.outcome.decision.error
+        == "timeout at the partner (the dispatch outlived its deadline inside the lease)"
+    )
     assert dispatched.outcome.decision.retry_in == timedelta(seconds=7)
 
 

@@ -20,6 +20,9 @@ from craig.domain.exchange import (
     classify,
     decide_after_attempt,
     decide_lease_expired,
+    describe,
+    headline,
+    recorded_error,
 )
 
 pytestmark = pytest.mark.unit
@@ -118,3 +121,27 @@ def test_an_expired_lease_requeues_at_once_until_the_last_attempt(attempts: int)
 
 def test_schedule_constant_matches_the_seed() -> None:
     assert [int(d.total_seconds()) for d in SEND_BACKOFF_SCHEDULE] == [5, 30, 120, 300, 900, 1800]
+
+
+@given(statuses, st.text(min_size=1), st.booleans(), st.integers(min_value=1, max_value=SEND_MAX_ATTEMPTS))
+def test_a_recorded_error_never_holds_the_partners_words(
+    status: int, body: str, at_token_endpoint: bool, attempts: int
+) -> None:
+    answer = PartnerAnswer(status, detail=f"\x01{body}\x02", at_token_endpoint=at_token_endpoint)
+    decision = decide_after_attempt(attempts, answer)
+    where = "token endpoint" if at_token_endpoint else "partner"
+    if decision.error is not None:
+        assert decision.error == recorded_error(answer)
+        assert decision.error.startswith(f"{where} answered {status} (")
+        assert "\x01" not in decision.error and headline(decision.error) == decision.error
+
+
+def test_a_recorded_error_names_the_status_class_and_the_transport_failure() -> None:
+    assert recorded_error(PartnerAnswer(422, detail='{"name": "Ann"}')) == "partner answered 422 (client error)"
+    assert recorded_error(PartnerAnswer(503)) == "partner answered 503 (server error)"
+    assert recorded_error(PartnerAnswer(302)) == "partner answered 302 (redirect)"
+    assert recorded_error(TransportFailure("timeout", "ReadTimeout")) == "timeout at the partner (ReadTimeout)"
+    token = TransportFailure("connection", "ConnectError", at_token_endpoint=True)
+    assert recorded_error(token) == "connection at the token endpoint (ConnectError)"
+    # A read's caller (an upstream error) still hears the partner's words; nothing stores them.
+    assert describe(PartnerAnswer(422, detail="bad field")) == "partner answered 422 (client error): bad field"

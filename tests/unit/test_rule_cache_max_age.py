@@ -1,6 +1,7 @@
 """The decision cache never serves an entry older than its maximum age, a rule set or the
-absence of one, even when the invalidation event never arrives; and it is dropped whenever the
-instance's subscription (re)connects."""
+absence of one, even when the invalidation event never arrives (age is measured on a monotonic
+clock, so stepping the wall clock changes nothing); and it is dropped whenever the instance's
+subscription (re)connects."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from craig.usecases.rule_cache import RuleSetCache
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation
 from tests.support.apps import make_container, make_settings
 from tests.support.ciphers import TEST_CIPHER
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, FakeMonotonic
 
 pytestmark = pytest.mark.unit
 
@@ -41,9 +42,15 @@ class World:
 
     def __init__(self) -> None:
         self.clock = FakeClock()
+        self.ticks = FakeMonotonic()
         self.db = MemoryDatabase(clock=self.clock)
-        self.cache_a = RuleSetCache(clock=self.clock, max_age=MAX_AGE)
-        self.cache_b = RuleSetCache(clock=self.clock, max_age=MAX_AGE)
+        self.cache_a = RuleSetCache(max_age=MAX_AGE, monotonic=self.ticks)
+        self.cache_b = RuleSetCache(max_age=MAX_AGE, monotonic=self.ticks)
+
+    def advance(self, delta: timedelta) -> None:
+        """Time passes: the wall clock and the monotonic clock move together."""
+        self.clock.advance(delta)
+        self.ticks.advance(delta)
 
     async def create_on_a(self, decision: str) -> int:
         create = CreateRuleSet(MemoryUnitOfWork(self.db, TEST_CIPHER), self.cache_a, "a", self.clock)
@@ -66,9 +73,9 @@ async def test_a_cached_rule_set_is_read_again_once_older_than_the_maximum_age()
     await world.create_on_a("v1")
     assert await world.decision_on_b() == "v1"  # cached on b
     await world.create_on_a("v2")  # its invalidation never reaches b
-    world.clock.advance(MAX_AGE - timedelta(seconds=1))
+    world.advance(MAX_AGE - timedelta(seconds=1))
     assert await world.decision_on_b() == "v1"  # served from the cache, as before
-    world.clock.advance(timedelta(seconds=2))
+    world.advance(timedelta(seconds=2))
     assert await world.decision_on_b() == "v2"  # older than the maximum age: read again
 
 
@@ -77,10 +84,29 @@ async def test_a_cached_absence_is_read_again_once_older_than_the_maximum_age() 
     assert await world.decision_on_b() is None  # no rule set "triage": b remembers that
     assert world.cache_b.lookup("triage") is not None
     await world.create_on_a("v1")  # its invalidation never reaches b
-    world.clock.advance(MAX_AGE - timedelta(seconds=1))
+    world.advance(MAX_AGE - timedelta(seconds=1))
     assert await world.decision_on_b() is None
-    world.clock.advance(timedelta(seconds=2))
+    world.advance(timedelta(seconds=2))
     assert await world.decision_on_b() == "v1"
+
+
+async def test_a_wall_clock_stepped_back_does_not_keep_a_stale_decision() -> None:
+    world = World()
+    await world.create_on_a("v1")
+    assert await world.decision_on_b() == "v1"
+    await world.create_on_a("v2")  # its invalidation never reaches b
+    world.clock.advance(-timedelta(days=1))  # NTP, or a VM restored from a snapshot
+    world.ticks.advance(MAX_AGE + timedelta(seconds=1))
+    assert await world.decision_on_b() == "v2"
+
+
+async def test_a_wall_clock_stepped_forward_does_not_age_an_entry() -> None:
+    world = World()
+    await world.create_on_a("v1")
+    assert await world.decision_on_b() == "v1"
+    await world.create_on_a("v2")
+    world.clock.advance(timedelta(days=1))
+    assert await world.decision_on_b() == "v1"  # a minute has not passed
 
 
 async def test_a_reconnected_subscription_drops_the_whole_cache() -> None:
@@ -94,7 +120,7 @@ async def test_a_reconnected_subscription_drops_the_whole_cache() -> None:
 
 
 def test_a_load_that_began_before_a_reconnection_is_not_cached() -> None:
-    cache = RuleSetCache(clock=FakeClock())
+    cache = RuleSetCache(monotonic=FakeMonotonic())
     ticket = cache.ticket()
     EvictOnInvalidation(cache, "b").subscribed()
     assert not cache.offer_absent("triage", ticket)

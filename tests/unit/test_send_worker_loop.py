@@ -136,4 +136,4 @@ async def test_a_send_past_its_deadline_is_abandoned_as_a_timeout_and_retried(ba
         stored = await uow.send_jobs.get(job.id)
     assert stored is not None
     assert (stored.status, stored.attempts) == (JobStatus.PENDING, 1)
-    assert stored.last_error == "timeout: the dispatch outlived its deadline inside the lease"
+    assert stored.last_error == "timeout at the partner (the dispatch outlived its deadline inside the lease)"

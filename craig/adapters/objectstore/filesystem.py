@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import heapq
 import os
 import tempfile
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -158,42 +159,39 @@ class FilesystemObjectStore(ObjectStore):
     def _page(self, prefix: str, start_after: str | None, limit: int) -> builtins.list[StoredObject]:
         """Up to ``limit`` objects under ``prefix`` after ``start_after``, in key order: a walk of
         the directories in the order their keys sort, skipping every subtree that lies wholly at
-        or before the marker, and stopping as soon as the page is full."""
+        or before the marker, and stopping as soon as the page is full.
+
+        A directory lists its entries in an order of the file system's own and cannot start at a
+        name, so each directory the walk enters is read whole; of it, only the next entries that
+        can still be on the page are kept (:func:`_next_entries`), never the whole directory."""
         parents = prefix.split("/")[:-1]
         found: builtins.list[StoredObject] = []
 
         def walk(directory: Path, key_prefix: str) -> bool:
             """False once the page is full."""
-            try:
-                with os.scandir(directory) as scan:
-                    entries = [(entry, _is_directory(entry)) for entry in scan]
-            except (FileNotFoundError, NotADirectoryError):
-                return True
-            # A directory's keys all start with "<name>/": sorting on that orders them among files.
-            named = sorted(
-                ((key_prefix + entry.name + ("/" if is_dir else ""), entry, is_dir) for entry, is_dir in entries),
-                key=lambda named_entry: named_entry[0],
-            )
-            for key, entry, is_dir in named:
-                if is_dir is None:
-                    continue
-                if is_dir:
-                    wanted = key.startswith(prefix) or prefix.startswith(key)
-                    passed = start_after is not None and key <= start_after and not start_after.startswith(key)
-                    if wanted and not passed and not walk(Path(entry.path), key):
-                        return False
-                    continue
-                if not key.startswith(prefix) or (start_after is not None and key <= start_after):
-                    continue
+            walked: str | None = None  # the last entry of this directory walked so far
+            while True:
+                wanted = limit - len(found)
                 try:
-                    stat = entry.stat()
-                except FileNotFoundError:
-                    continue
-                modified = datetime.fromtimestamp(stat.st_mtime, UTC)
-                found.append(StoredObject(key=key, size=stat.st_size, last_modified=modified))
-                if len(found) >= limit:
-                    return False
-            return True
+                    entries = _next_entries(directory, key_prefix, prefix, start_after, walked, wanted)
+                except (FileNotFoundError, NotADirectoryError):
+                    return True
+                for key, path, is_dir in entries:
+                    walked = key
+                    if is_dir:
+                        if not walk(path, key):
+                            return False
+                        continue
+                    try:
+                        stat = path.stat()
+                    except (FileNotFoundError, NotADirectoryError):
+                        continue
+                    modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+                    found.append(StoredObject(key=key, size=stat.st_size, last_modified=modified))
+                    if len(found) >= limit:
+                        return False
+                if len(entries) < wanted:
+                    return True  # nothing more here; else some entries held no key: read on
 
         walk(self._data.joinpath(*parents), "".join(f"{part}/" for part in parents))
         return found
@@ -207,6 +205,35 @@ class FilesystemObjectStore(ObjectStore):
 
     def __repr__(self) -> str:
         return f"FilesystemObjectStore({str(self.root)!r})"
+
+
+def _next_entries(
+    directory: Path, key_prefix: str, prefix: str, start_after: str | None, walked: str | None, count: int
+) -> builtins.list[tuple[str, Path, bool]]:
+    """The first ``count`` entries of ``directory`` in key order (a directory's key ends in "/",
+    which orders it among files as its keys sort) that can hold keys under ``prefix`` after
+    ``start_after`` and come after the entry ``walked``: read in one pass over the directory,
+    keeping at most ``count`` of them (a heap), never the whole directory."""
+
+    def candidates() -> Iterator[tuple[str, Path, bool]]:
+        with os.scandir(directory) as scan:
+            for entry in scan:
+                is_dir = _is_directory(entry)
+                if is_dir is None:
+                    continue
+                key = key_prefix + entry.name + ("/" if is_dir else "")
+                if walked is not None and key <= walked:
+                    continue
+                if is_dir:
+                    wanted = key.startswith(prefix) or prefix.startswith(key)
+                    passed = start_after is not None and key <= start_after and not start_after.startswith(key)
+                    if not wanted or passed:
+                        continue
+                elif not key.startswith(prefix) or (start_after is not None and key <= start_after):
+                    continue
+                yield key, Path(entry.path), is_dir
+
+    return heapq.nsmallest(count, candidates(), key=lambda candidate: candidate[0])
 
 
 def _is_directory(entry: os.DirEntry[str]) -> bool | None:

@@ -1,7 +1,14 @@
 """The S3 object store (MinIO SDK; any S3 endpoint: MinIO, SeaweedFS, AWS).
 
-The SDK is blocking, so every call runs in a worker thread (``asyncio.to_thread``). Its errors
-become :class:`ObjectStoreUnavailable`; a missing key (``NoSuchKey``) is an answer, not an error.
+The SDK is blocking, so every call runs in a worker thread (``asyncio.to_thread``). A missing key
+(``NoSuchKey``) is an answer, not an error. Other errors are translated by what a retry can do:
+
+* :class:`ObjectStoreUnavailable` (retryable, HTTP 503): no connection, a timeout, a broken
+  response, or a 5xx (``InternalError``, ``SlowDown``, ...) once urllib3's own retries are spent;
+* :class:`ObjectStoreDefect` (HTTP 500 with an incident id): everything the server refuses for
+  good (``AccessDenied``, ``InvalidAccessKeyId``, ``SignatureDoesNotMatch``, ``NoSuchBucket``,
+  any other 4xx) and arguments the SDK rejects (``ValueError``). Retrying cannot fix these; an
+  operator must fix the credentials, the bucket or the code.
 """
 
 from __future__ import annotations
@@ -14,25 +21,51 @@ from typing import Any, TypeVar
 
 import urllib3
 from minio import Minio
-from minio.error import MinioException, S3Error
+from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
 
 from craig.domain.constants import (
     OBJECT_STORE_CONNECT_TIMEOUT,
     OBJECT_STORE_READ_TIMEOUT,
     OBJECT_STORE_RETRIES,
 )
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable, PortError
 from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
 
 T = TypeVar("T")
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchObject", "ResourceNotFound", "NotFound"})
+#: S3 error codes a retry may outlive (they come with a 5xx, or a 4xx for a slow request).
+_TRANSIENT_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})
 _LIST_PAGE = 1000
 # ValueError: the SDK validates arguments such as the bucket name (a configuration error).
 _FAILURES = (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError)
 
 
-def _missing(error: S3Error) -> bool:
-    return error.code in _MISSING_CODES
+def _missing(error: BaseException | None) -> bool:
+    return isinstance(error, S3Error) and error.code in _MISSING_CODES
+
+
+def _status(error: MinioException) -> int | None:
+    if isinstance(error, S3Error):
+        return int(error.response.status) if error.response is not None else None
+    if isinstance(error, ServerError):
+        return error.status_code
+    if isinstance(error, InvalidResponseError):  # a non-S3 answer (a proxy's error page)
+        code = getattr(error, "_code", None)  # the SDK keeps the status in no public field
+        return code if isinstance(code, int) else None
+    return None
+
+
+def translate(error: BaseException, endpoint: str) -> PortError:
+    """The port error for an SDK or transport error (see the module docstring)."""
+    detail = f"S3 {endpoint}: {type(error).__name__}: {error}"
+    if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
+        return ObjectStoreUnavailable(detail)
+    if isinstance(error, MinioException):
+        status = _status(error)
+        code = error.code if isinstance(error, S3Error) else None
+        if code in _TRANSIENT_CODES or status is None or status >= 500:
+            return ObjectStoreUnavailable(detail)
+    return ObjectStoreDefect(detail)
 
 
 class MinioObjectStore(ObjectStore):
@@ -71,14 +104,14 @@ class MinioObjectStore(ObjectStore):
         try:
             return await asyncio.to_thread(fn, *args, **kwargs)
         except _FAILURES as error:
-            raise ObjectStoreUnavailable(f"S3 {self.endpoint}: {type(error).__name__}: {error}") from error
+            raise translate(error, self.endpoint) from error
 
     async def prepare(self) -> None:
         if await self._call(self.client.bucket_exists, self.bucket):
             return
         try:
             await self._call(self.client.make_bucket, self.bucket)
-        except ObjectStoreUnavailable as error:
+        except ObjectStoreDefect as error:
             cause = error.__cause__
             if not (isinstance(cause, S3Error) and cause.code in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists")):
                 raise
@@ -98,8 +131,8 @@ class MinioObjectStore(ObjectStore):
         check_key(key)
         try:
             response = await self._call(self.client.get_object, self.bucket, key)
-        except ObjectStoreUnavailable as error:
-            if isinstance(error.__cause__, S3Error) and _missing(error.__cause__):
+        except ObjectStoreDefect as error:
+            if _missing(error.__cause__):
                 return None
             raise
         size = int(response.headers.get("Content-Length", "0"))
@@ -109,8 +142,8 @@ class MinioObjectStore(ObjectStore):
         check_key(key)
         try:
             stat = await self._call(self.client.stat_object, self.bucket, key)
-        except ObjectStoreUnavailable as error:
-            if isinstance(error.__cause__, S3Error) and _missing(error.__cause__):
+        except ObjectStoreDefect as error:
+            if _missing(error.__cause__):
                 return None
             raise
         return int(stat.size or 0)
@@ -133,7 +166,7 @@ class MinioObjectStore(ObjectStore):
 
     async def ping(self) -> None:
         if not await self._call(self.client.bucket_exists, self.bucket):
-            raise ObjectStoreUnavailable(f"S3 {self.endpoint}: bucket {self.bucket!r} does not exist")
+            raise ObjectStoreDefect(f"S3 {self.endpoint}: bucket {self.bucket!r} does not exist")
 
     def __repr__(self) -> str:
         return f"MinioObjectStore({self.endpoint!r}, bucket={self.bucket!r})"

@@ -17,7 +17,12 @@ from typing import Any
 import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
-from craig.domain.constants import PARTNER_TOKEN_DEFAULT_LIFETIME, TOKEN_REFRESH_LEAD_TIME
+from craig.domain.constants import (
+    PARTNER_POOL_WAIT,
+    PARTNER_TOKEN_DEFAULT_LIFETIME,
+    PARTNER_TOKEN_SEND_SHARE,
+    TOKEN_REFRESH_LEAD_TIME,
+)
 from craig.domain.exchange import DispatchResult, PartnerAnswer, TransportFailure, describe
 from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
@@ -42,18 +47,21 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     return max(timedelta(0), when - now)
 
 
-def _answer(response: httpx.Response, prefix: str = "") -> PartnerAnswer:
+def _answer(response: httpx.Response, *, at_token_endpoint: bool = False) -> PartnerAnswer:
     snippet = " ".join(response.text[:DETAIL_MAX_CHARS].split())
     return PartnerAnswer(
         status=response.status_code,
         retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
-        detail=f"{prefix}{snippet}",
+        detail=snippet,
+        at_token_endpoint=at_token_endpoint,
     )
 
 
-def _transport(error: httpx.HTTPError, prefix: str = "") -> TransportFailure:
+def _transport(error: httpx.HTTPError, *, at_token_endpoint: bool = False) -> TransportFailure:
+    """Only the exception's class: its message may quote what the peer sent (a malformed status
+    line, a header), and the result ends up in a job's ``last_error``."""
     kind = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
-    return TransportFailure(kind, f"{prefix}{type(error).__name__}: {error}"[:DETAIL_MAX_CHARS])
+    return TransportFailure(kind, type(error).__name__, at_token_endpoint=at_token_endpoint)
 
 
 class HttpPartnerGateway(PartnerGateway):
@@ -66,9 +74,13 @@ class HttpPartnerGateway(PartnerGateway):
         token_refresh_lead: timedelta = TOKEN_REFRESH_LEAD_TIME,
         monotonic: Callable[[], float] = time.monotonic,
         on_token_refresh: Callable[[], None] | None = None,
+        pool_wait: timedelta = PARTNER_POOL_WAIT,
     ) -> None:
+        self._read = read_timeout_seconds
+        self._connect = connect_timeout_seconds
+        self._pool_wait = pool_wait.total_seconds()
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(read_timeout_seconds, connect=connect_timeout_seconds),
+            timeout=httpx.Timeout(read_timeout_seconds, connect=connect_timeout_seconds, pool=self._pool_wait),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             follow_redirects=False,
             trust_env=False,
@@ -84,48 +96,62 @@ class HttpPartnerGateway(PartnerGateway):
                 headers={"Accept": "application/json"},
             )
         except httpx.HTTPError as error:
-            raise TokenUnavailable(_transport(error, "token endpoint: ")) from error
+            raise TokenUnavailable(_transport(error, at_token_endpoint=True)) from error
         if not response.is_success:
-            raise TokenUnavailable(_answer(response, "token endpoint: "))
+            raise TokenUnavailable(_answer(response, at_token_endpoint=True))
         try:
             body = response.json()
             token = body["access_token"]
             token_type = str(body.get("token_type", "bearer")).lower()
             expires_in = float(body.get("expires_in", PARTNER_TOKEN_DEFAULT_LIFETIME.total_seconds()))
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise TokenUnavailable(TransportFailure("protocol", f"token endpoint: bad body ({error})")) from error
+            bad_body = f"bad body, {type(error).__name__}"
+            raise TokenUnavailable(TransportFailure("protocol", bad_body, at_token_endpoint=True)) from error
         if not isinstance(token, str) or not token or token_type != "bearer" or expires_in <= 0:
-            raise TokenUnavailable(TransportFailure("protocol", "token endpoint: not a bearer token grant"))
+            not_bearer = TransportFailure("protocol", "not a bearer token grant", at_token_endpoint=True)
+            raise TokenUnavailable(not_bearer)
         return TokenGrant(token, timedelta(seconds=expires_in))
 
-    async def _authorized(self, partner: Partner, pace: Pace, request: Callable[[str], Any]) -> httpx.Response:
+    def _timeout(self, partner: Partner) -> httpx.Timeout:
+        """The timeouts of a request about to carry the partner's token, just checked: the wait
+        for a pooled connection and the connect together stay within ``PARTNER_TOKEN_SEND_SHARE``
+        of the time the token has left, so the request starts before the token expires."""
+        budget = self.tokens.valid_for(partner) * PARTNER_TOKEN_SEND_SHARE
+        pool = min(self._pool_wait, budget / 2)
+        return httpx.Timeout(self._read, connect=min(self._connect, budget - pool), pool=pool)
+
+    async def _authorized(
+        self, partner: Partner, pace: Pace, request: Callable[[str, httpx.Timeout], Any]
+    ) -> httpx.Response:
         """One request with the cached token; on 401, one refresh and one retry.
 
         The token is fetched before the rate-limit wait, so the wait hides a refresh, and looked
         at again when the wait is over: a token that expired (or came within the refresh lead
-        of expiring) while waiting is refreshed before it is sent."""
+        of expiring) while waiting is refreshed before it is sent. Between that look and the
+        request going out there is only the wait for a pooled connection and the connect, both
+        bounded by :meth:`_timeout` (a pool held busy longer ends the request as a timeout)."""
         await self.tokens.token(partner)
         await pace()
         token = await self.tokens.token(partner)
-        response: httpx.Response = await request(token)
+        response: httpx.Response = await request(token, self._timeout(partner))
         if response.status_code == 401:
             await self.tokens.replace(partner, token)
             await pace()
             token = await self.tokens.token(partner)
-            response = await request(token)
+            response = await request(token, self._timeout(partner))
         return response
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
         body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
 
-        def post(token: str) -> Any:
+        def post(token: str, timeout: httpx.Timeout) -> Any:
             headers = {
                 "Authorization": f"Bearer {token}",
                 "Content-Type": "application/json",
                 CORRELATION_HEADER: str(delivery.correlation_id),
             }
-            return self._client.post(url, content=body, headers=headers)
+            return self._client.post(url, content=body, headers=headers, timeout=timeout)
 
         try:
             response = await self._authorized(partner, pace, post)
@@ -138,9 +164,9 @@ class HttpPartnerGateway(PartnerGateway):
     async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
         url = partner.url(path)
 
-        def get(token: str) -> Any:
+        def get(token: str, timeout: httpx.Timeout) -> Any:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            return self._client.get(url, params=dict(params), headers=headers)
+            return self._client.get(url, params=dict(params), headers=headers, timeout=timeout)
 
         try:
             response = await self._authorized(partner, pace, get)

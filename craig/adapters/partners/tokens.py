@@ -82,6 +82,11 @@ class TokenCache:
         async with self._locks.setdefault(key, asyncio.Lock()):
             return self._fresh(key) or await self._refresh(key, partner)
 
+    def valid_for(self, partner: Partner) -> float:
+        """Seconds the cached token of ``partner`` has left before it expires (0 when none)."""
+        cached = self._tokens.get(self._key(partner))
+        return max(0.0, cached.expires_at - self._monotonic()) if cached is not None else 0.0
+
     async def replace(self, partner: Partner, rejected: str) -> str:
         """The partner answered 401 to ``rejected``: a new token, unless another caller already
         replaced it."""

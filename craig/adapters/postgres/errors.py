@@ -27,7 +27,9 @@ from craig.ports.errors import (
 _TRANSIENT_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 _CONSTRAINT_SQLSTATES = {"23505", "23514", "23503", "23P01", "23502"}
 #: connection exception, authentication (at connect), insufficient resources, operator
-#: intervention (shutdown, statement timeout), system error (I/O).
+#: intervention (shutdown, statement timeout), system error (I/O). Class 28 and 3D000 are
+#: configuration errors, but they come only from opening a connection, so the request was fine
+#: and the same pool recovers once an operator fixes the role or the database: retryable.
 _UNAVAILABLE_CLASSES = ("08", "28", "53", "57", "58")
 _UNAVAILABLE_SQLSTATES = {
     "40003",  # statement_completion_unknown: the connection died during the commit

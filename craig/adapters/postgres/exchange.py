@@ -64,27 +64,44 @@ _ADD_TRANSACTION = text(
     """
 )
 _GET_TRANSACTION = text("SELECT id, payload, created_by, created_at FROM exchange_transactions WHERE id = :id")
-# Oldest transactions first, through the index on their creation time (a job completes after its
-# transaction was made); each one's jobs are looked at through the transaction index (a LATERAL
-# per candidate, so the planner cannot hash the whole table instead), and it is skipped while any
-# of them is not (yet) purgeable. The jobs go by ``ON DELETE CASCADE``.
-_PURGE_DELIVERED = text(
+# Retention (see migration 0015). ``candidates``: the oldest transactions by the time their
+# retention counts from (``retention_from``, else their creation), through its index, at most
+# ``:limit``. Each one's jobs are looked at through the transaction index (a LATERAL per
+# candidate, so the planner cannot hash the whole table instead). A transaction whose every job
+# was sent long enough ago is deleted, its jobs by ``ON DELETE CASCADE``. Any other is kept, and
+# its ``retention_from`` moves on: to its last job's completion when all were sent (the moment it
+# becomes purgeable), else to now (looked at again one retention period later). So a pass reads
+# at most ``:limit`` transactions and their jobs, however many are kept: a kept one leaves the
+# front of the walk instead of being read again by every pass.
+PURGE_DELIVERED = text(
     """
-    WITH doomed AS (
-        SELECT t.id, j.jobs
-          FROM exchange_transactions t
+    WITH candidates AS MATERIALIZED (
+        SELECT t.id FROM exchange_transactions t
+         WHERE coalesce(t.retention_from, t.created_at) < now() - make_interval(secs => :age)
+         ORDER BY coalesce(t.retention_from, t.created_at)
+         LIMIT :limit
+           FOR UPDATE SKIP LOCKED
+    ), judged AS MATERIALIZED (
+        SELECT c.id, j.jobs,
+               j.jobs > 0 AND j.young = 0 AS delivered,
+               CASE WHEN j.jobs > 0 AND j.unsent = 0 THEN coalesce(j.last_completed, now()) ELSE now() END
+                 AS retention_from
+          FROM candidates c
          CROSS JOIN LATERAL (
                SELECT count(*) AS jobs,
+                      count(*) FILTER (WHERE o.status <> 'sent') AS unsent,
                       count(*) FILTER (WHERE o.status <> 'sent'
-                                          OR o.completed_at >= now() - make_interval(secs => :age)) AS young
-                 FROM exchange_send_jobs o WHERE o.transaction_id = t.id) j
-         WHERE t.created_at < now() - make_interval(secs => :age) AND j.young = 0 AND j.jobs > 0
-         ORDER BY t.created_at
-         LIMIT :limit
+                                          OR o.completed_at >= now() - make_interval(secs => :age)) AS young,
+                      max(o.completed_at) AS last_completed
+                 FROM exchange_send_jobs o WHERE o.transaction_id = c.id) j
     ), purged AS (
-        DELETE FROM exchange_transactions WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id
+        DELETE FROM exchange_transactions WHERE id = ANY(ARRAY(SELECT id FROM judged WHERE delivered)) RETURNING id
+    ), kept AS (
+        UPDATE exchange_transactions t SET retention_from = j.retention_from
+          FROM judged j
+         WHERE t.id = ANY(ARRAY(SELECT id FROM judged WHERE NOT delivered)) AND t.id = j.id
     )
-    SELECT coalesce(sum(jobs), 0) FROM doomed WHERE id IN (SELECT id FROM purged)
+    SELECT coalesce(sum(jobs), 0) FROM judged WHERE id IN (SELECT id FROM purged)
     """
 )
 
@@ -196,4 +213,4 @@ class PostgresTransactionRepository(TransactionRepository):
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
         params = {"age": older_than.total_seconds(), "limit": limit}
         async with db_errors():
-            return int((await self.session.execute(_PURGE_DELIVERED, params)).scalar_one())
+            return int((await self.session.execute(PURGE_DELIVERED, params)).scalar_one())

@@ -109,19 +109,31 @@ _PURGE = text(
     """
 )
 
-# Unprocessed rows through the in-flight partial index, dead ones through the failed one; both
-# old, and only under a broadcast subscription's per-instance key.
-_BROADCAST = "EXISTS (SELECT 1 FROM unnest(:consumers) AS b(name) WHERE starts_with(consumer, b.name || '@'))"
-_PURGE_BROADCAST = text(
+# Rows under the per-instance keys of the broadcast consumers ``:consumers``: for each consumer,
+# one range of the partial indexes of broadcast keys (migration 0015; ``<consumer>@`` up to
+# ``<consumer>A``, '@' and 'A' being adjacent bytes, in byte order), unprocessed rows received
+# long ago and dead letters dead-lettered long ago. The indexes hold no row of a durable
+# consumer, so the old dead letters those keep (until an operator replays or purges them) are
+# never read: a pass reads the old rows it deletes and the young rows of the same keys.
+_BROADCAST_KEYS = """strpos(consumer, '@') > 0 AND consumer COLLATE "C" >= b.name || '@'
+                 AND consumer COLLATE "C" < b.name || 'A' AND starts_with(consumer, b.name || '@')"""
+PURGE_BROADCAST = text(
     f"""
     DELETE FROM event_inbox WHERE (consumer, event_id) IN (
-        (SELECT consumer, event_id FROM event_inbox
-          WHERE processed_at IS NULL AND failed_at IS NULL
-            AND received_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+        (SELECT w.consumer, w.event_id FROM unnest(:consumers) AS b(name)
+          CROSS JOIN LATERAL (
+                SELECT consumer, event_id FROM event_inbox
+                 WHERE processed_at IS NULL AND failed_at IS NULL AND {_BROADCAST_KEYS}
+                   AND received_at < now() - make_interval(secs => :age)
+                 LIMIT :batch) w
           LIMIT :batch)
         UNION ALL
-        (SELECT consumer, event_id FROM event_inbox
-          WHERE failed_at IS NOT NULL AND failed_at < now() - make_interval(secs => :age) AND {_BROADCAST}
+        (SELECT d.consumer, d.event_id FROM unnest(:consumers) AS b(name)
+          CROSS JOIN LATERAL (
+                SELECT consumer, event_id FROM event_inbox
+                 WHERE failed_at IS NOT NULL AND {_BROADCAST_KEYS}
+                   AND failed_at < now() - make_interval(secs => :age)
+                 LIMIT :batch) d
           LIMIT :batch))
     """
 ).bindparams(bindparam("consumers", type_=ARRAY(TEXT)))
@@ -220,5 +232,5 @@ class PostgresInboxStore(InboxStore):
             return 0
         params = {"consumers": list(consumers), "age": older_than.total_seconds(), "batch": batch_size}
         async with self.database.transaction() as conn:
-            result = await conn.execute(_PURGE_BROADCAST, params)
+            result = await conn.execute(PURGE_BROADCAST, params)
             return int(result.rowcount or 0)

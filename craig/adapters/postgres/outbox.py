@@ -7,7 +7,9 @@ Order per aggregate rests on two locks:
 
 * Writers: staging takes ``pg_advisory_xact_lock`` on the aggregate (bigint key space) in the
   same statement as the INSERT and before the row's ``seq`` is drawn, so writers of one aggregate
-  queue up and its events' ``seq`` order is their commit order.
+  queue up and its events' ``seq`` order is their commit order. Every INSERT into
+  ``event_outbox`` does so: these statements, and the send-job worker's pass
+  (:mod:`~craig.adapters.postgres.send_job_pass`, which owns the lock's key and fragment).
 * Relays: a relay claims a batch under ``pg_try_advisory_xact_lock`` on each of its aggregates
   (two-int key space, so never in a writer's way). A claim skips every aggregate another relay
   holds, and every row with an older sibling that is backing off after a failed publish, so a
@@ -33,7 +35,7 @@ from sqlalchemy.sql import bindparam
 from craig.adapters.postgres.database import PostgresDatabase, json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
-from craig.adapters.postgres.send_job_pass import stage_params
+from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks, stage_params
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
@@ -48,14 +50,11 @@ from craig.ports.outbox import (
 
 CHANNEL = "craig_outbox"
 
-#: Writers of one aggregate serialise on this key until they commit (see the module docstring).
-_AGGREGATE_KEY = "hashtextextended('craig.outbox:' || {type} || '/' || {id}, 0)"
-
 # The lock is taken while the source row is produced, so before the INSERT draws ``seq``.
 _STAGE = text(
     f"""
     WITH locked AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock({_AGGREGATE_KEY.format(type=":aggregate_type", id=":aggregate_id")})
+        SELECT pg_advisory_xact_lock({AGGREGATE_LOCK_KEY.format(type=":aggregate_type", id=":aggregate_id")})
     )
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
     SELECT :id, :envelope, :event_type, :aggregate_type, :aggregate_id FROM locked
@@ -68,10 +67,7 @@ _STAGE = text(
 _STAGE_MANY = text(
     f"""
     WITH locked AS MATERIALIZED (
-        SELECT count(pg_advisory_xact_lock(k.key)) AS n
-          FROM (SELECT DISTINCT {_AGGREGATE_KEY.format(type="a.t", id="a.i")} AS key
-                  FROM unnest(:aggregate_types, :aggregate_ids) AS a(t, i)
-                 ORDER BY 1) AS k
+        {aggregate_locks("unnest(:aggregate_types, :aggregate_ids) AS a(t, i)")}
     )
     INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
     SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id

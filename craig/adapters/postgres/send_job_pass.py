@@ -14,8 +14,10 @@ No pass ever waits for a job row, so passes cannot deadlock on them: the claim s
 and so does the recording. That matters because a concurrent claim whose snapshot still saw a
 job as ``pending`` locks its row before it re-checks (and rejects) it, and keeps that lock to the
 end of its statement; an outcome whose row is held like that comes back as ``busy`` and the
-worker records it in its next pass. The only wait is on rate-limit rows, taken last and in key
-order.
+worker records it in its next pass. The waits are on rate-limit rows, taken last and in key
+order, and on the outbox's per-aggregate lock of a recorded job, which the pass takes before
+its events draw their ``seq``, as every outbox writer does: another transaction holds it only
+while it has staged an event for the same job and not yet committed.
 """
 
 from __future__ import annotations
@@ -100,6 +102,22 @@ def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[s
 # --- the events' outbox rows ---------------------------------------------------------------------
 _JSON = msgspec.json.Encoder()  # the same JSON as json.dumps, several times faster
 
+#: The outbox writers' per-aggregate lock key (``pg_advisory_xact_lock``, bigint key space): every
+#: statement that inserts into ``event_outbox`` takes it for each aggregate it stages, before the
+#: row draws its ``seq``, and holds it to COMMIT, so one aggregate's events are numbered in the
+#: order their transactions commit (see :mod:`craig.adapters.postgres.outbox`).
+AGGREGATE_LOCK_KEY = "hashtextextended('craig.outbox:' || {type} || '/' || {id}, 0)"
+
+
+def aggregate_locks(aggregates: str) -> str:
+    """A one-row SELECT that takes the lock of every distinct aggregate ``(t, i)`` of the
+    ``aggregates`` relation, in key order (so two stagers of the same aggregates cannot
+    deadlock). As a MATERIALIZED CTE that the INSERT reads from, it runs to its end before the
+    first row reaches the INSERT."""
+    key = AGGREGATE_LOCK_KEY.format(type="a.t", id="a.i")
+    return f"""SELECT count(pg_advisory_xact_lock(k.key)) AS n
+          FROM (SELECT DISTINCT {key} AS key FROM {aggregates} ORDER BY 1) AS k"""
+
 
 def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
     """The array parameters of a multi-event INSERT into ``event_outbox`` (the pass's and the
@@ -148,9 +166,16 @@ RESERVE_CTES = """
     )"""
 
 # --- the pass --------------------------------------------------------------------------------------
-#: Record, stage, claim, reserve. One row per claimed job (one row of NULLs when none), each with
-#: the arrays of the recorded and the busy outcomes' ids and its partner's grant (``granted``
-#: NULL: the partner has no rate-limit row yet).
+#: The aggregates of the events of the recorded outcomes: the pass locks them as every outbox
+#: writer does, so an event it stages and one a concurrent transaction stages for the same job
+#: are numbered in commit order. Only the pass that recorded a job stages its event, and it holds
+#: the job's row (``free``), so passes never wait on each other for these locks.
+STAGED_AGGREGATES = """unnest(CAST(:event_jobs AS uuid[]), CAST(:aggregate_types AS text[]),
+                      CAST(:aggregate_ids AS text[])) AS a(job_id, t, i)
+                WHERE a.job_id IN (SELECT id FROM recorded)"""
+#: Record, stage (under the aggregates' locks), claim, reserve. One row per claimed job (one row
+#: of NULLs when none), each with the arrays of the recorded and the busy outcomes' ids and its
+#: partner's grant (``granted`` NULL: the partner has no rate-limit row yet).
 PASS = RawStatement(
     f"""
     WITH present AS (
@@ -163,10 +188,13 @@ PASS = RawStatement(
           FROM {OUTCOMES}
          WHERE {RECORD_WHERE} AND j.id IN (SELECT id FROM free)
         RETURNING j.id
+    ), stage_locks AS MATERIALIZED (
+        {aggregate_locks(STAGED_AGGREGATES)}
     ), staged AS (
         INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
         SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
-          FROM unnest(CAST(:event_jobs AS uuid[]), CAST(:event_ids AS uuid[]), CAST(:envelopes AS jsonb[]),
+          FROM stage_locks,
+               unnest(CAST(:event_jobs AS uuid[]), CAST(:event_ids AS uuid[]), CAST(:envelopes AS jsonb[]),
                       CAST(:types AS text[]), CAST(:aggregate_types AS text[]), CAST(:aggregate_ids AS text[]))
                WITH ORDINALITY AS e(job_id, id, envelope, event_type, aggregate_type, aggregate_id, n)
          WHERE e.job_id IN (SELECT id FROM recorded)

@@ -15,6 +15,12 @@ Topology, per subscription ``c`` (queue prefix ``p``):
 * ``craig.events.unrouted`` (fanout), the events exchange's ``alternate-exchange``, with the
   durable queue ``p.unrouted``: an event no queue takes is kept there, never dropped.
 
+A message is acknowledged only once its outcome is settled (re-published to its retry queue or
+to the DLX, confirmed). When settling fails, the consumer holds the message for a jittered
+backoff that doubles per consecutive failure on its queue (``BUS_SETTLE_BACKOFF_BASE`` up to
+``BUS_SETTLE_BACKOFF_CAP``) and only then requeues it: a DLX that keeps failing costs one
+redelivery, and one inbox transaction, per pause instead of a tight loop.
+
 A broadcast subscription gets ``p.c.<instance>`` (auto-deleted) so every instance sees every
 event. Publishing waits for the broker's confirm, is persistent and ``mandatory``: a message the
 broker cannot route is returned and its publish fails, except an event, which then goes to
@@ -25,8 +31,10 @@ so Craig logs how to add it by policy and keeps the exchange as it is.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -41,8 +49,9 @@ from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
-from craig.domain.constants import INBOX_MAX_RETRIES
+from craig.domain.constants import BUS_SETTLE_BACKOFF_BASE, BUS_SETTLE_BACKOFF_CAP, INBOX_MAX_RETRIES
 from craig.domain.events import EventEnvelope
+from craig.domain.outbox import capped_backoff
 from craig.ports.errors import BrokerUnavailable
 from craig.ports.messaging import (
     Acknowledge,
@@ -104,6 +113,7 @@ class RabbitEventBus(EventBus):
         self.dlx = RabbitExchange(dlx_exchange, type=ExchangeType.TOPIC, durable=True)
         self.dead_letter_queue = f"{queue_prefix}.dead-letters"
         self._consumer_of: dict[str, str] = {}  # work queue -> inbox consumer key
+        self._settle_failures: dict[str, int] = {}  # work queue -> consecutive settle failures
         self._connected = False
 
     # --- names ------------------------------------------------------------------------------
@@ -305,12 +315,26 @@ class RabbitEventBus(EventBus):
             try:
                 await self._settle(queue, raw, message.message_id, headers, outcome)
             except Exception as error:
-                log.warning("could not settle a message; it will be redelivered", queue=queue, error=str(error))
-                await message.nack(requeue=True)
+                await self._requeue_after_pause(queue, message, error)
                 return
+            self._settle_failures.pop(queue, None)
             await message.ack()
 
         return handle
+
+    async def _requeue_after_pause(self, queue: str, message: RabbitMessage, error: Exception) -> None:
+        failures = self._settle_failures.get(queue, 0) + 1
+        self._settle_failures[queue] = failures
+        pause = capped_backoff(failures, BUS_SETTLE_BACKOFF_BASE, BUS_SETTLE_BACKOFF_CAP, random.random())
+        log.warning(
+            "could not settle a message; it is requeued after a pause",
+            queue=queue,
+            error=str(error),
+            consecutive_failures=failures,
+            pause_seconds=round(pause.total_seconds(), 3),
+        )
+        await asyncio.sleep(pause.total_seconds())
+        await message.nack(requeue=True)
 
     async def _settle(
         self,

@@ -21,16 +21,16 @@ table (seq, entry id, previous hash, hash), so sealing inserts and never updates
 
 Downgrading drops the audit trail.
 
-Revision ID: 0016_audit
-Revises: 0014
+Revision ID: 0017
+Revises: 0016
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0016_audit"
-down_revision = "0014"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 

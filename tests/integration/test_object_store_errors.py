@@ -1,0 +1,165 @@
+"""The S3 adapter's error translation on a real SeaweedFS S3: only what a retry can outlive (no
+connection, a timeout, a 5xx) is ``ObjectStoreUnavailable`` and a 503; wrong credentials, a
+missing bucket and arguments the SDK rejects are an ``ObjectStoreDefect``, answered 500 with an
+incident id, so clients do not retry a misconfiguration forever."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from dependency_injector import providers
+from minio.error import S3Error
+
+from craig.adapters.objectstore.minio import MinioObjectStore
+from craig.domain.access import Role
+from craig.entrypoints.container import Container
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
+from craig.ports.object_store import ObjectStore
+from tests.support.apps import auth, serving
+from tests.support.files import png_bytes
+from tests.support.services import SeaweedS3
+
+pytestmark = [pytest.mark.integration, pytest.mark.s3]
+
+
+def store_for(server: SeaweedS3, bucket: str, *, access_key: str = "", secret_key: str = "") -> MinioObjectStore:
+    return MinioObjectStore(
+        server.endpoint, access_key or server.access_key, secret_key or server.secret_key, bucket, secure=False
+    )
+
+
+async def _listed(store: ObjectStore) -> None:
+    async for _ in store.list("a/"):
+        pass
+
+
+def calls(store: ObjectStore) -> dict[str, Callable[[], Awaitable[Any]]]:
+    return {
+        "put": lambda: store.put("a/b.txt", b"x", "text/plain"),
+        "head": lambda: store.head("a/b.txt"),
+        "open": lambda: store.open("a/b.txt", 1024),
+        "delete": lambda: store.delete("a/b.txt"),
+        "list": lambda: _listed(store),
+        "ping": store.ping,
+    }
+
+
+def s3_code(error: BaseException) -> str | None:
+    cause = error.__cause__
+    return cause.code if isinstance(cause, S3Error) else None
+
+
+@pytest.mark.parametrize(
+    ("credentials", "codes"),
+    [
+        ({"secret_key": "not-the-secret-key"}, {"SignatureDoesNotMatch", "AccessDenied"}),
+        ({"access_key": "nobody-we-know"}, {"InvalidAccessKeyId", "AccessDenied"}),
+    ],
+    ids=["wrong secret key", "unknown access key"],
+)
+async def test_wrong_credentials_are_a_defect_not_unavailable(
+    s3_server: SeaweedS3, s3_bucket: str, credentials: dict[str, str], codes: set[str]
+) -> None:
+    store = store_for(s3_server, s3_bucket, **credentials)
+    for name, call in calls(store).items():
+        with pytest.raises(ObjectStoreDefect) as refused:
+            await call()
+        assert not isinstance(refused.value, ObjectStoreUnavailable), name
+        if name not in ("ping", "head"):  # HEAD answers carry no body, so no S3 code
+            assert s3_code(refused.value) in codes, (name, refused.value)
+
+
+async def test_a_missing_bucket_is_a_defect(s3_server: SeaweedS3) -> None:
+    store = store_for(s3_server, f"t-missing-{uuid.uuid4().hex[:8]}")
+    with pytest.raises(ObjectStoreDefect) as refused:
+        await store.put("a/b.txt", b"x", "text/plain")
+    assert s3_code(refused.value) == "NoSuchBucket"
+    with pytest.raises(ObjectStoreDefect, match="does not exist"):
+        await store.ping()
+
+
+async def test_an_argument_the_sdk_rejects_is_a_defect(s3_server: SeaweedS3) -> None:
+    store = store_for(s3_server, "ab")  # shorter than S3 allows: the SDK refuses before sending
+    with pytest.raises(ObjectStoreDefect, match="ValueError"):
+        await store.put("a/b.txt", b"x", "text/plain")
+    store = store_for(s3_server, "Not_A_Valid_Bucket_Name")  # this one the server refuses
+    with pytest.raises(ObjectStoreDefect) as refused:
+        await store.put("a/b.txt", b"x", "text/plain")
+    assert s3_code(refused.value) == "InvalidBucketName"
+
+
+async def test_a_server_that_went_down_is_unavailable(tmp_path: Path) -> None:
+    server = SeaweedS3(tmp_path / "s3")
+    server.start()
+    try:
+        store = store_for(server, "craig-down")
+        await store.prepare()
+        await store.put("a/b.txt", b"x", "text/plain")
+    finally:
+        server.stop()
+    for name, call in calls(store).items():
+        with pytest.raises(ObjectStoreUnavailable):
+            await call()
+        assert name
+
+
+# --- over HTTP: an upload answers 500 for a misconfiguration, 503 for an outage -----------------
+
+
+async def _attachments_path(client: httpx.AsyncClient, ann: dict[str, str]) -> str:
+    case = (await client.post("/v1/cases", json={"title": "Doe"}, headers=ann)).json()["id"]
+    body = {"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00Z", "summary": "Visited."}
+    contact = (await client.post(f"/v1/cases/{case}/contacts", json=body, headers=ann)).json()["id"]
+    return f"/v1/cases/{case}/contacts/{contact}/attachments"
+
+
+async def _upload(client: httpx.AsyncClient, path: str, ann: dict[str, str]) -> httpx.Response:
+    files = {"file": ("a.png", png_bytes(), "image/png")}
+    return await client.post(path, files=files, headers={**ann, "Idempotency-Key": uuid.uuid4().hex})
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[tuple[Container, httpx.AsyncClient]]:
+    async with serving("memory", tmp_path) as served:
+        yield served
+
+
+async def test_an_upload_with_a_wrong_secret_key_is_a_500_with_an_incident(
+    app: tuple[Container, httpx.AsyncClient], s3_server: SeaweedS3, s3_bucket: str
+) -> None:
+    container, client = app
+    ann = auth(container, role=Role.CASEWORKER)
+    path = await _attachments_path(client, ann)
+    container.object_store.override(providers.Object(store_for(s3_server, s3_bucket, secret_key="wrong-secret")))
+    refused = await _upload(client, path, ann)
+    assert refused.status_code == 500, refused.text
+    assert refused.json()["type"] == "/problems/internal-error" and refused.json()["incident"]
+    assert "retry-after" not in refused.headers
+    container.object_store.override(providers.Object(store_for(s3_server, s3_bucket)))
+    assert (await _upload(client, path, ann)).status_code == 201  # fixed: the same route works
+
+
+async def test_an_upload_while_the_s3_server_is_down_is_a_503(
+    app: tuple[Container, httpx.AsyncClient], tmp_path: Path
+) -> None:
+    container, client = app
+    ann = auth(container, role=Role.CASEWORKER)
+    path = await _attachments_path(client, ann)
+    server = SeaweedS3(tmp_path / "s3")
+    server.start()
+    try:
+        store = store_for(server, "craig-down")
+        await store.prepare()
+        container.object_store.override(providers.Object(store))
+        assert (await _upload(client, path, ann)).status_code == 201
+    finally:
+        server.stop()
+    unavailable = await _upload(client, path, ann)
+    assert unavailable.status_code == 503, unavailable.text
+    assert unavailable.json()["type"] == "/problems/dependency-unavailable"
+    assert unavailable.headers["retry-after"]
