@@ -57,8 +57,8 @@ from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
+from craig.usecases.exchange import SendPolicy
 from craig.usecases.ids import new_id
-from craig.usecases.send_policy import SendPolicy
 
 Result = dict[str, float]
 

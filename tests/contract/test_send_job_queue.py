@@ -27,7 +27,7 @@ from craig.domain.exchange import (
 from craig.domain.partners import RATE_LIMIT_MAX_RPM
 from craig.ports.errors import DatabaseUnavailable, Unavailable
 from craig.ports.exchange import SECRET_UNDECRYPTABLE, JobOutcome, PassResult
-from craig.usecases.send_policy import outcome_event
+from craig.usecases.exchange import outcome_event
 from tests.support.backends import Backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction, corrupt_secret
 

@@ -22,8 +22,7 @@ from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.access import Principal, Role
 from craig.domain.events import EventEnvelope
 from craig.ports.outbox import OutboxWriter
-from craig.usecases.cases import OpenCase
-from craig.usecases.contacts import RecordContact
+from craig.usecases.cases import OpenCase, RecordContact
 from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]

@@ -22,11 +22,13 @@ from craig.domain.exchange import (
 from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
 from craig.ports.exchange import Claim, Delivery, Pace, PartnerGateway, PartnerRateLimited
-from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
-from craig.usecases.reserve_send_slot import ReserveSendSlot
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import (
+    DispatchSendJob,
+    GiveBackSendJobs,
+    RecoverExpiredSendJobs,
+    ReserveSendSlot,
+    SendPolicy,
+)
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 

@@ -1,6 +1,6 @@
 """The ``Idempotency-Key`` layer for every POST and PATCH under ``/v1`` and ``/intake``.
 
-It only translates HTTP to :class:`craig.usecases.idempotent_request.IdempotentRequests`:
+It only translates HTTP to :class:`craig.usecases.idempotency.IdempotentRequests`:
 buffer the body, fingerprint it, claim/replay/wait, open the request's transaction and run the
 handler in it (its claim kept alive meanwhile), then store the response in that same
 transaction and commit it *before* the response leaves, so a client never sees a success whose effects or
@@ -27,7 +27,7 @@ from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
 from craig.ports.errors import TransientConflict, Unavailable
-from craig.usecases.idempotent_request import (
+from craig.usecases.idempotency import (
     Busy,
     IdempotentRequests,
     IdempotentRequestsWork,

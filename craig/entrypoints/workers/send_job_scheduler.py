@@ -36,11 +36,17 @@ from craig.domain.constants import (
 from craig.domain.exchange import JobStatus
 from craig.ports.clock import Clock
 from craig.ports.exchange import Claim, JobOutcome, Pace, PartnerGateway, PassResult, SendJobQueue
-from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs, GiveBackSendJobsWork
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs, RecoverExpiredSendJobsWork
-from craig.usecases.reserve_send_slot import ReserveSendSlot, ReserveSendSlotWork
-from craig.usecases.send_policy import Observer, SendPolicy
+from craig.usecases.exchange import (
+    DispatchSendJob,
+    GiveBackSendJobs,
+    GiveBackSendJobsWork,
+    Observer,
+    RecoverExpiredSendJobs,
+    RecoverExpiredSendJobsWork,
+    ReserveSendSlot,
+    ReserveSendSlotWork,
+    SendPolicy,
+)
 
 log = structlog.get_logger(__name__)
 

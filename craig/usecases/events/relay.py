@@ -19,7 +19,7 @@ import attrs
 from craig.domain.outbox import publish_backoff
 from craig.ports.messaging import Publisher
 from craig.ports.outbox import OutboxRecord, OutboxRelayStore, PublishFailure
-from craig.usecases.inbox import describe
+from craig.usecases.events.error_text import describe
 
 
 @attrs.frozen

@@ -1,0 +1,46 @@
+"""The two events of an attachment's upload, staged by the upload and by the scanner.
+
+Both share the aggregate ``contact_attachment/<id>``, so they are published in order. Neither
+carries the file name: events are stored in the outbox and inboxes unencrypted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from craig.domain.attachments import Attachment
+from craig.domain.events import EventEnvelope
+from craig.usecases.cases.events import EVENT_SOURCE
+from craig.usecases.events.staging import new_event
+
+UPLOADED = "cases.contact_attachment_uploaded"
+UPLOAD_FAILED = "cases.contact_attachment_upload_failed"
+
+
+def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now: datetime) -> EventEnvelope:
+    return new_event(
+        source=EVENT_SOURCE,
+        type=UPLOAD_FAILED,
+        aggregate_type="contact_attachment",
+        aggregate_id=attachment_id,
+        payload={"attachment_id": str(attachment_id), "contact_id": str(contact_id), "reason": reason[:500]},
+        now=now,
+    )
+
+
+def uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> EventEnvelope:
+    return new_event(
+        source=EVENT_SOURCE,
+        type=UPLOADED,
+        aggregate_type="contact_attachment",
+        aggregate_id=attachment.id,
+        payload={
+            "attachment_id": str(attachment.id),
+            "contact_id": str(attachment.contact_id),
+            "case_id": str(case_id),
+            # No file name: events are stored in the outbox and inboxes unencrypted.
+            "file_size": attachment.file_size,
+        },
+        now=now,
+    )

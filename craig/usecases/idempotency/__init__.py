@@ -1,0 +1,23 @@
+"""Idempotent writes: claim a slot, replay, wait as a loser, finalize atomically with effects."""
+
+from craig.usecases.idempotency.idempotent_requests import (
+    Begin,
+    Busy,
+    IdempotencyPolicy,
+    IdempotentRequests,
+    IdempotentRequestsWork,
+    Mismatch,
+    Proceed,
+    Replay,
+)
+
+__all__ = [
+    "Begin",
+    "Busy",
+    "IdempotencyPolicy",
+    "IdempotentRequests",
+    "IdempotentRequestsWork",
+    "Mismatch",
+    "Proceed",
+    "Replay",
+]
