@@ -21,20 +21,14 @@ from litestar.types import ASGIApp, HTTPDisconnectEvent, HTTPRequestEvent, Messa
 
 from craig.domain.access import Principal
 from craig.domain.fingerprint import InvalidIdempotencyKey
-from craig.domain.idempotency import ClaimLost, StoredResponse
+from craig.domain.idempotency import ClaimLost, Mismatch, Replay, StoredResponse
 from craig.entrypoints import metrics
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
 from craig.ports.errors import TransientConflict, Unavailable
-from craig.usecases.idempotency import (
-    Busy,
-    IdempotentRequests,
-    IdempotentRequestsWork,
-    Mismatch,
-    Proceed,
-    Replay,
-)
+from craig.ports.idempotency import Claimed
+from craig.usecases.idempotency import Busy, IdempotentRequests, IdempotentRequestsWork
 
 log = structlog.get_logger(__name__)
 
@@ -120,7 +114,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 headers=[(b"retry-after", str(decision.retry_after_seconds).encode())],
             )
             return
-        assert isinstance(decision, Proceed)
+        assert isinstance(decision, Claimed)
         await self._run_winner(scope, body, send, next_app, requests, decision)
 
     async def _run_winner(
@@ -130,7 +124,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         send: Send,
         next_app: ASGIApp,
         requests: IdempotentRequests,
-        claim: Proceed,
+        claim: Claimed,
     ) -> None:
         captured: list[Message] = []
 

@@ -6,9 +6,6 @@ from craig.usecases.idempotency.idempotent_requests import (
     IdempotencyPolicy,
     IdempotentRequests,
     IdempotentRequestsWork,
-    Mismatch,
-    Proceed,
-    Replay,
 )
 
 __all__ = [
@@ -17,7 +14,4 @@ __all__ = [
     "IdempotencyPolicy",
     "IdempotentRequests",
     "IdempotentRequestsWork",
-    "Mismatch",
-    "Proceed",
-    "Replay",
 ]

@@ -19,7 +19,7 @@ from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.ids import new_id
 from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
-from craig.usecases.transient_retry import RetryPolicy, retry_transient
+from craig.usecases.transient_retry import TransientRetry, retry_transient
 
 
 class CreatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
@@ -35,10 +35,10 @@ class CreatePlacement:
     first lock taken. A planned placement takes no place and locks nothing. Stages
     ``placement_created`` (and ``placement_activated``)."""
 
-    def __init__(self, uow: CreatePlacementWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, uow: CreatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
         self.uow = uow
         self.clock = clock
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or TransientRetry()
 
     async def __call__(self, principal: Principal, command: NewPlacement) -> Placement:
         return await retry_transient(lambda: self._attempt(principal, command), self.retry, on_retry=log_retry)

@@ -22,7 +22,7 @@ from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
-from craig.usecases.transient_retry import RetryPolicy, retry_transient
+from craig.usecases.transient_retry import TransientRetry, retry_transient
 
 
 class UpdatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
@@ -36,10 +36,10 @@ class UpdatePlacement:
     refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
     a closed placement. A patch that changes nothing answers the placement unchanged."""
 
-    def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
         self.uow = uow
         self.clock = clock
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or TransientRetry()
 
     async def __call__(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
         return await retry_transient(
