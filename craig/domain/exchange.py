@@ -18,9 +18,8 @@ import attrs
 
 from craig.domain.constants import SEND_BACKOFF_SCHEDULE, SEND_MAX_ATTEMPTS, SEND_RETRY_AFTER_CAP
 from craig.domain.errors import Conflict
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, EventType
 
-EXCHANGE_SENT = "exchange.sent"
-EXCHANGE_SEND_FAILED = "exchange.send_failed"
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 LEASE_EXPIRED_ERROR = "lease expired: the worker stopped during the dispatch"
 
@@ -155,7 +154,7 @@ class AttemptDecision:
     status: JobStatus
     retry_in: timedelta | None = None
     error: str | None = None
-    event_type: str | None = None
+    event_type: EventType | None = None
 
 
 def decide_after_attempt(

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
     AttemptDecision,
     JobStatus,
     PartnerAnswer,
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.contract
 
 LEASE = timedelta(seconds=60)
 MAX_WAIT = timedelta(seconds=10)
-SENT = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+SENT = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
 
 
 async def jobs_for(backend: Backend, count: int, rate_limit_rpm: int | None = RATE_LIMIT_MAX_RPM) -> list[SendJob]:

@@ -10,19 +10,14 @@ from datetime import datetime
 from uuid import UUID
 
 from craig.domain.attachments import Attachment
+from craig.domain.event_catalogue import CONTACT_ATTACHMENT_UPLOAD_FAILED, CONTACT_ATTACHMENT_UPLOADED
 from craig.domain.events import EventEnvelope
-from craig.usecases.cases.events import EVENT_SOURCE
 from craig.usecases.events.staging import new_event
-
-UPLOADED = "cases.contact_attachment_uploaded"
-UPLOAD_FAILED = "cases.contact_attachment_upload_failed"
 
 
 def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now: datetime) -> EventEnvelope:
     return new_event(
-        source=EVENT_SOURCE,
-        type=UPLOAD_FAILED,
-        aggregate_type="contact_attachment",
+        CONTACT_ATTACHMENT_UPLOAD_FAILED,
         aggregate_id=attachment_id,
         payload={"attachment_id": str(attachment_id), "contact_id": str(contact_id), "reason": reason[:500]},
         now=now,
@@ -31,9 +26,7 @@ def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now:
 
 def uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> EventEnvelope:
     return new_event(
-        source=EVENT_SOURCE,
-        type=UPLOADED,
-        aggregate_type="contact_attachment",
+        CONTACT_ATTACHMENT_UPLOADED,
         aggregate_id=attachment.id,
         payload={
             "attachment_id": str(attachment.id),

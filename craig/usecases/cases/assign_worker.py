@@ -9,11 +9,11 @@ import attrs
 
 from craig.domain.access import Principal, Role
 from craig.domain.cases import Case
+from craig.domain.event_catalogue import CASE_ASSIGNED
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases.events import EVENT_SOURCE
 from craig.usecases.cases.visibility import visible_case
 from craig.usecases.events.staging import new_event, stage_event
 
@@ -42,9 +42,7 @@ class AssignWorker:
                 await stage_event(
                     self.uow,
                     new_event(
-                        source=EVENT_SOURCE,
-                        type="cases.case_assigned",
-                        aggregate_type="case",
+                        CASE_ASSIGNED,
                         aggregate_id=case_id,
                         payload={
                             "case_id": str(case_id),

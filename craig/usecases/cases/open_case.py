@@ -11,11 +11,11 @@ from typing import Protocol
 
 from craig.domain.access import Principal
 from craig.domain.cases import Case, new_case
+from craig.domain.event_catalogue import CASE_OPENED
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases.events import EVENT_SOURCE
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 
@@ -48,9 +48,7 @@ class OpenCase:
             await stage_event(
                 self.uow,
                 new_event(
-                    source=EVENT_SOURCE,
-                    type="cases.case_opened",
-                    aggregate_type="case",
+                    CASE_OPENED,
                     aggregate_id=case.id,
                     payload={"case_id": str(case.id), "created_by": str(case.created_by)},
                     now=now,

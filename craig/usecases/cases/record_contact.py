@@ -12,11 +12,11 @@ from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.contacts import Contact, new_contact
+from craig.domain.event_catalogue import CONTACT_RECORDED
 from craig.ports.cases import HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases.events import EVENT_SOURCE
 from craig.usecases.cases.visibility import visible_case
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
@@ -53,9 +53,7 @@ class RecordContact:
             await stage_event(
                 self.uow,
                 new_event(
-                    source=EVENT_SOURCE,
-                    type="cases.contact_recorded",
-                    aggregate_type="case",
+                    CONTACT_RECORDED,
                     aggregate_id=case_id,
                     payload={
                         "case_id": str(case_id),

@@ -15,8 +15,8 @@ from typing import Literal
 
 import attrs
 
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED
 from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
     AttemptDecision,
     DispatchResult,
     JobStatus,

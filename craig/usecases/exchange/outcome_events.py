@@ -10,16 +10,14 @@ from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob, headline
 from craig.usecases.events.staging import new_event
 
-EVENT_SOURCE = "craig-exchange"
-
 
 def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> EventEnvelope:
-    """``exchange.sent`` or ``exchange.send_failed`` for a claimed job and its decision, telling
-    the job as it reads once the decision is recorded (``decided``)."""
+    """``exchange.sent`` or ``exchange.send_failed`` for a claimed job and a decision that stages
+    one (``decision.event_type``), telling the job as it reads once the decision is recorded."""
+    if decision.event_type is None:
+        raise ValueError(f"a decision to {decision.status} the job stages no event")
     return new_event(
-        source=EVENT_SOURCE,
-        type=decision.event_type or "",
-        aggregate_type="exchange_send_job",
+        decision.event_type,
         aggregate_id=job.id,
         payload={
             "job_id": str(job.id),

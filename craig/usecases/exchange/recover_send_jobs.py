@@ -7,7 +7,8 @@ from typing import Protocol
 
 import structlog
 
-from craig.domain.exchange import EXCHANGE_SEND_FAILED, AttemptDecision, JobStatus, SendJob
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED
+from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.clock import Clock
 from craig.ports.exchange import HasSendJobs
 from craig.ports.outbox import HasOutbox

@@ -19,6 +19,7 @@ import attrs
 
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.errors import Forbidden, InvalidInput
+from craig.domain.event_catalogue import REFERRAL_RECEIVED
 from craig.domain.events import EventEnvelope
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter, triage_facts, triaged
 from craig.domain.rules import Evaluation
@@ -33,9 +34,6 @@ from craig.usecases.ids import new_id
 from craig.usecases.intake.policy import IntakePolicy
 from craig.usecases.rules.current_rule_set import current_rule_set
 from craig.usecases.rules.rule_cache import RuleSetCache
-
-SOURCE = "craig-intake"
-REFERRAL_RECEIVED = "intake.referral_received"
 
 
 class SubmitReferralWork(UnitOfWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
@@ -111,9 +109,7 @@ class SubmitReferral:
 
 def received_event(referral: Referral) -> EventEnvelope:
     return new_event(
-        source=SOURCE,
-        type=REFERRAL_RECEIVED,
-        aggregate_type="referral",
+        REFERRAL_RECEIVED,
         aggregate_id=referral.id,
         payload={
             "referral_id": str(referral.id),

@@ -25,8 +25,6 @@ from craig.usecases.events.staging import new_event, stage_events
 
 log = structlog.get_logger(__name__)
 
-EVENT_SOURCE = "craig-placements"
-
 
 class WriteDecisionWork(HasFosterHomes, HasOutbox, HasPlacements, Protocol):
     """What :func:`write_decision` uses."""
@@ -35,9 +33,7 @@ class WriteDecisionWork(HasFosterHomes, HasOutbox, HasPlacements, Protocol):
 async def stage_placement_events(uow: HasOutbox, events: tuple[PlacementEvent, ...], now: datetime) -> None:
     envelopes = [
         new_event(
-            source=EVENT_SOURCE,
-            type=event.type,
-            aggregate_type=event.aggregate_type,
+            event.type,
             aggregate_id=event.aggregate_id,
             payload=event.payload,
             now=now,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from craig.domain.access import Principal, Role
+from craig.domain.event_catalogue import RULES_CACHE_INVALIDATED
 from craig.domain.rule_documents import parse_rules, validate_name
 from craig.domain.rules import RuleSet
 from craig.ports.clock import Clock
@@ -18,7 +19,6 @@ from craig.ports.outbox import HasOutbox
 from craig.ports.rules import HasRuleSets
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events.staging import new_event, stage_event
-from craig.usecases.rules.events import CACHE_INVALIDATED, SOURCE
 from craig.usecases.rules.rule_cache import RuleSetCache
 
 
@@ -45,9 +45,7 @@ class CreateRuleSet:
             await stage_event(
                 self.uow,
                 new_event(
-                    source=SOURCE,
-                    type=CACHE_INVALIDATED,
-                    aggregate_type="rule_set",
+                    RULES_CACHE_INVALIDATED,
                     aggregate_id=checked_name,
                     payload={"instance_id": self.instance_id, "name": checked_name, "version": version},
                     now=now,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from craig.domain.event_catalogue import RULES_CACHE_INVALIDATED
 from craig.domain.events import EventEnvelope
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.rules.events import CACHE_INVALIDATED
 from craig.usecases.rules.rule_cache import RuleSetCache
 
 
@@ -23,7 +23,7 @@ class EvictOnInvalidation:
     everything rather than risk keeping a stale version.
     """
 
-    event_types: Sequence[str] = (CACHE_INVALIDATED,)
+    event_types: Sequence[str] = (RULES_CACHE_INVALIDATED.name,)
 
     def __init__(self, cache: RuleSetCache, instance_id: str) -> None:
         self.cache = cache
