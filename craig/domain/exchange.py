@@ -16,7 +16,12 @@ from uuid import UUID
 
 import attrs
 
-from craig.domain.constants import SEND_BACKOFF_SCHEDULE, SEND_MAX_ATTEMPTS, SEND_RETRY_AFTER_CAP
+from craig.domain.constants import (
+    SEND_BACKOFF_SCHEDULE,
+    SEND_JOB_ERROR_MAX_CHARS,
+    SEND_MAX_ATTEMPTS,
+    SEND_RETRY_AFTER_CAP,
+)
 from craig.domain.errors import Conflict
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, EventType
 
@@ -128,16 +133,12 @@ def classify(result: DispatchResult) -> Verdict:
     return Verdict.FAIL
 
 
-#: A job's ``last_error`` is cut to this length (the partner's body may be long).
-MAX_ERROR_LENGTH = 2000
-
-
 def describe(result: DispatchResult) -> str:
     if isinstance(result, TransportFailure):
         text = f"{result.kind}: {result.detail}".rstrip(": ")
     else:
         text = f"partner answered {result.status}" + (f": {result.detail}" if result.detail else "")
-    return text[:MAX_ERROR_LENGTH]
+    return text[:SEND_JOB_ERROR_MAX_CHARS]
 
 
 def headline(error: str | None) -> str | None:

@@ -17,13 +17,16 @@ from typing import Any
 import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
-from craig.domain.constants import PARTNER_TOKEN_DEFAULT_LIFETIME, TOKEN_REFRESH_LEAD_TIME
+from craig.domain.constants import (
+    PARTNER_ERROR_DETAIL_MAX_CHARS,
+    PARTNER_TOKEN_DEFAULT_LIFETIME,
+    TOKEN_REFRESH_LEAD_TIME,
+)
 from craig.domain.exchange import DispatchResult, PartnerAnswer, TransportFailure, describe
 from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
 
 CORRELATION_HEADER = "X-Correlation-ID"
-DETAIL_MAX_CHARS = 300
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
@@ -43,7 +46,7 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
 
 
 def _answer(response: httpx.Response, prefix: str = "") -> PartnerAnswer:
-    snippet = " ".join(response.text[:DETAIL_MAX_CHARS].split())
+    snippet = " ".join(response.text[:PARTNER_ERROR_DETAIL_MAX_CHARS].split())
     return PartnerAnswer(
         status=response.status_code,
         retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
@@ -53,7 +56,7 @@ def _answer(response: httpx.Response, prefix: str = "") -> PartnerAnswer:
 
 def _transport(error: httpx.HTTPError, prefix: str = "") -> TransportFailure:
     kind = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
-    return TransportFailure(kind, f"{prefix}{type(error).__name__}: {error}"[:DETAIL_MAX_CHARS])
+    return TransportFailure(kind, f"{prefix}{type(error).__name__}: {error}"[:PARTNER_ERROR_DETAIL_MAX_CHARS])
 
 
 class HttpPartnerGateway(PartnerGateway):

@@ -32,6 +32,7 @@ from craig.domain.constants import (
     SEND_DEADLINE_CHECK_INTERVAL,
     SEND_OUTCOME_FLUSH_DELAY,
     SEND_RECORD_RETRY_DELAYS,
+    SEND_WORKER_FINISH_TIMEOUT,
 )
 from craig.domain.exchange import JobStatus
 from craig.ports.clock import Clock
@@ -173,7 +174,7 @@ class SendJobScheduler:
                 await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
         await self.finish()
 
-    async def finish(self, timeout: timedelta = timedelta(seconds=10)) -> None:
+    async def finish(self, timeout: timedelta = SEND_WORKER_FINISH_TIMEOUT) -> None:
         """Give back claimed jobs not yet dispatched, let dispatches in flight end (bounded), then
         record their outcomes, including any a background flush has already taken and is still
         writing."""

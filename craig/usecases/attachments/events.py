@@ -10,6 +10,7 @@ from datetime import datetime
 from uuid import UUID
 
 from craig.domain.attachments import Attachment
+from craig.domain.constants import ATTACHMENT_FAILURE_REASON_MAX_CHARS
 from craig.domain.event_catalogue import CONTACT_ATTACHMENT_UPLOAD_FAILED, CONTACT_ATTACHMENT_UPLOADED
 from craig.domain.events import EventEnvelope
 from craig.usecases.events.staging import new_event
@@ -19,7 +20,11 @@ def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now:
     return new_event(
         CONTACT_ATTACHMENT_UPLOAD_FAILED,
         aggregate_id=attachment_id,
-        payload={"attachment_id": str(attachment_id), "contact_id": str(contact_id), "reason": reason[:500]},
+        payload={
+            "attachment_id": str(attachment_id),
+            "contact_id": str(contact_id),
+            "reason": reason[:ATTACHMENT_FAILURE_REASON_MAX_CHARS],
+        },
         now=now,
     )
 

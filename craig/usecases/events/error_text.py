@@ -8,9 +8,9 @@ row.
 
 from __future__ import annotations
 
-MAX_ERROR_LENGTH = 2000
+from craig.domain.constants import DELIVERY_ERROR_MAX_CHARS
 
 
 def describe(error: BaseException) -> str:
-    """``"<Type>: <text>"``, at most ``MAX_ERROR_LENGTH`` characters."""
-    return f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
+    """``"<Type>: <text>"``, at most ``DELIVERY_ERROR_MAX_CHARS`` characters."""
+    return f"{type(error).__name__}: {error}"[:DELIVERY_ERROR_MAX_CHARS]

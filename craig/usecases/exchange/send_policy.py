@@ -9,6 +9,7 @@ import attrs
 
 from craig.domain.constants import (
     SEND_BACKOFF_SCHEDULE,
+    SEND_DISPATCH_DEADLINE_MARGIN,
     SEND_LEASE,
     SEND_MAX_ATTEMPTS,
     SEND_MAX_CONCURRENCY,
@@ -48,4 +49,4 @@ class SendPolicy:
     @property
     def dispatch_deadline(self) -> timedelta:
         """A dispatch (token, rate wait, POST, one 401 retry) is abandoned after this."""
-        return self.lease - min(timedelta(seconds=5), self.lease / 10)
+        return self.lease - min(SEND_DISPATCH_DEADLINE_MARGIN, self.lease / 10)
