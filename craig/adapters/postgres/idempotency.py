@@ -50,6 +50,8 @@ _INSERT = text(
 )
 # A 'failed' row is re-claimed, and so is a 'processing' row whose claim expired (its owner died:
 # a live owner keeps extending it). Either way the fencing token moves on and slot_id stays.
+# This statement owns the reclaim rule; craig.domain.idempotency.decide_claim mirrors it for the
+# memory adapter. tests/contract/test_idempotency_reclaim.py holds both to the same cases.
 _RECLAIM = text(
     f"""
     UPDATE idempotency_responses
