@@ -26,8 +26,7 @@ from craig.domain.access import Principal, Role
 from craig.domain.attachments import ObjectStatus, UploadValidation, new_attachment
 from craig.domain.contacts import Contact
 from craig.usecases.attachments import UploadAttachment, upload_failed_event
-from craig.usecases.cases import OpenCase
-from craig.usecases.contacts import RecordContact, visible_contact
+from craig.usecases.cases import OpenCase, RecordContact, visible_contact
 from craig.usecases.events import stage_event
 from craig.usecases.ids import new_id
 from tests.support.services import SeaweedS3

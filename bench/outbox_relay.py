@@ -29,7 +29,7 @@ from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.domain.events import EventEnvelope
-from craig.usecases.relay import OutboxRelay
+from craig.usecases.events import OutboxRelay
 
 CONCURRENCY = 64
 BATCH = 500

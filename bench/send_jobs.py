@@ -51,14 +51,19 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.send_jobs import ADD, add_params
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL
-from craig.domain.constants import SEND_MAX_CONCURRENCY, SEND_MAX_RATE_WAIT, SEND_POLL_INTERVAL
+from craig.domain.constants import (
+    PARTNER_RATE_LIMIT_MAX_RPM,
+    SEND_MAX_CONCURRENCY,
+    SEND_MAX_RATE_WAIT,
+    SEND_POLL_INTERVAL,
+)
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
-from craig.domain.partners import RATE_LIMIT_MAX_RPM, Partner, new_partner
+from craig.domain.partners import Partner, new_partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
+from craig.usecases.exchange import SendPolicy
 from craig.usecases.ids import new_id
-from craig.usecases.send_policy import SendPolicy
 
 Result = dict[str, float]
 
@@ -97,7 +102,7 @@ async def _craig_setup(database: PostgresDatabase) -> tuple[list[Partner], Excha
             token_url="http://127.0.0.1:9/token",
             client_id="bench",
             client_secret="bench",
-            rate_limit_rpm=RATE_LIMIT_MAX_RPM,
+            rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM,
             now=now,
         )
         for _ in range(PARTNERS)
@@ -108,7 +113,7 @@ async def _craig_setup(database: PostgresDatabase) -> tuple[list[Partner], Excha
         for partner in partners:
             await uow.partners.add(partner)
             # A partner's first reservation makes its rate-limit row: once per partner, not per run.
-            await uow.partner_rate_limits.reserve(partner.id, RATE_LIMIT_MAX_RPM, 1, SEND_MAX_RATE_WAIT)
+            await uow.partner_rate_limits.reserve(partner.id, PARTNER_RATE_LIMIT_MAX_RPM, 1, SEND_MAX_RATE_WAIT)
         await uow.exchange_transactions.add(transaction)
         await uow.commit()
     return partners, transaction

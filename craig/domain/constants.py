@@ -39,6 +39,8 @@ IDEMPOTENCY_MAX_STORED_BODY_BYTES: Final = 1024 * 1024
 IDEMPOTENCY_RETENTION: Final = timedelta(hours=24)
 #: Length bounds of an ``Idempotency-Key`` header value (printable ASCII).
 IDEMPOTENCY_KEY_MAX_LENGTH: Final = 255
+#: A slot marked ``failed`` keeps at most this much of its error's text.
+IDEMPOTENCY_ERROR_DETAIL_MAX_CHARS: Final = 2000
 
 # --- Transactional outbox ---------------------------------------------------------------
 #: Rows a relay claims per batch.
@@ -50,6 +52,11 @@ OUTBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 OUTBOX_BACKOFF_CAP: Final = timedelta(minutes=5)
 #: Published rows older than this are purged.
 OUTBOX_RETENTION: Final = timedelta(days=7)
+#: Publishes one relay has waiting for their broker confirms at once, across aggregates.
+OUTBOX_PUBLISH_CONCURRENCY: Final = 64
+#: The error that stopped a delivery (an inbox row's ``last_error``, an outbox row's publish
+#: failure) is stored cut to this length.
+DELIVERY_ERROR_MAX_CHARS: Final = 2000
 
 # --- Idempotent inbox (seed: inbox_retry_semantics) -------------------------------------
 #: Failed retries before a message goes to the dead-letter exchange.
@@ -64,6 +71,31 @@ INBOX_RETENTION: Final = timedelta(days=7)
 BUS_SETTLE_BACKOFF_BASE: Final = timedelta(milliseconds=250)
 BUS_SETTLE_BACKOFF_CAP: Final = timedelta(seconds=10)
 
+# --- The event buses ------------------------------------------------------------------------
+#: The in-process bus (memory and embedded profiles): how often a consumer looks for due
+#: deliveries when nothing wakes it, how many it takes per look, and how long it owns them.
+INPROCESS_BUS_POLL_INTERVAL: Final = timedelta(seconds=1)
+INPROCESS_BUS_BATCH_SIZE: Final = 100
+INPROCESS_BUS_LEASE: Final = timedelta(seconds=60)
+#: Dead letters the in-process bus reads to find the ones a replay names by id.
+INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS: Final = 1_000_000
+#: RabbitMQ: when the inbox itself cannot run (database down), the message comes back after this.
+RABBIT_INFRASTRUCTURE_RETRY: Final = timedelta(seconds=5)
+#: RabbitMQ: the ``x-last-error`` header of a retried or dead-lettered message is cut to this.
+RABBIT_HEADER_ERROR_MAX_CHARS: Final = 1000
+#: RabbitMQ: a broadcast queue (one per instance) outlives its last consumer by this long.
+RABBIT_BROADCAST_QUEUE_EXPIRES_MS: Final = 60 * 60 * 1000
+#: RabbitMQ: unacknowledged messages per consumer channel.
+RABBIT_PREFETCH: Final = 32
+#: RabbitMQ: longest wait for a publish's broker confirm.
+RABBIT_PUBLISH_TIMEOUT: Final = timedelta(seconds=10)
+#: RabbitMQ: how long a stopping broker lets handlers in flight finish.
+RABBIT_GRACEFUL_STOP_TIMEOUT: Final = timedelta(seconds=15)
+#: RabbitMQ: the readiness probe's ping.
+RABBIT_PING_TIMEOUT: Final = timedelta(seconds=3)
+#: RabbitMQ: upper bound on dead letters read in one operation (list, count, replay).
+RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES: Final = 100_000
+
 # --- Purging ------------------------------------------------------------------------------
 #: Rows deleted per statement by the cleanup worker, so purges never hold long locks.
 PURGE_BATCH_SIZE: Final = 1000
@@ -75,11 +107,57 @@ EXCHANGE_RETENTION: Final = timedelta(days=30)
 #: and an event that old means nothing to a per-instance cache anyway.
 INBOX_BROADCAST_RETENTION: Final = timedelta(days=1)
 
+# --- Background workers -------------------------------------------------------------------
+#: A worker pass that failed is retried after this, doubling up to the maximum.
+WORKER_ERROR_BACKOFF_MIN: Final = timedelta(milliseconds=200)
+WORKER_ERROR_BACKOFF_MAX: Final = timedelta(seconds=30)
+#: Stopping, every worker loop gets this long to end its pass before it is cancelled.
+WORKER_STOP_TIMEOUT: Final = timedelta(seconds=10)
+
 # --- Operator views (`craig status`, `/metrics`) ------------------------------------------
 #: Rows that pile up with history (sent or failed send jobs, stored idempotency responses,
 #: processed or dead inbox rows) are counted exactly up to this many; above it the count is
 #: PostgreSQL's estimate, so a scrape costs the same however long the history grows.
 STATS_EXACT_COUNT_MAX_ROWS: Final = 10_000
+#: ``/health/ready``: how long each dependency's check may take, and how much of its error the
+#: answer shows.
+READINESS_CHECK_TIMEOUT: Final = timedelta(seconds=3)
+READINESS_ERROR_MAX_CHARS: Final = 300
+
+# --- HTTP -----------------------------------------------------------------------------------
+#: Largest request body (``CRAIG_HTTP__MAX_BODY_BYTES``); upload routes have their own limit.
+HTTP_MAX_BODY_BYTES: Final = 1024 * 1024
+#: Distinct ``trusted_proxies`` settings whose parsed networks are kept (one per process in practice).
+TRUSTED_PROXY_SETTINGS_CACHED: Final = 32
+
+# --- Database -------------------------------------------------------------------------------
+#: A process's connection pool (``CRAIG_DATABASE__POOL_SIZE`` / ``__MAX_OVERFLOW``).
+DATABASE_POOL_SIZE: Final = 10
+DATABASE_MAX_OVERFLOW: Final = 20
+#: The burst allowance of a ``PostgresDatabase`` built without settings (tests, benchmarks).
+DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS: Final = 10
+#: Server-side ``statement_timeout`` of every pooled connection (``CRAIG_DATABASE__STATEMENT_TIMEOUT_MS``).
+DATABASE_STATEMENT_TIMEOUT_MS: Final = 30_000
+#: Pooled connections are replaced after this long.
+DATABASE_POOL_RECYCLE: Final = timedelta(minutes=30)
+#: The LISTEN connection reconnects after this, doubling up to the maximum.
+LISTEN_RECONNECT_DELAY_MIN: Final = timedelta(milliseconds=100)
+LISTEN_RECONNECT_DELAY_MAX: Final = timedelta(seconds=5)
+#: A dedicated raw connection that does not close politely within this is terminated.
+RAW_CONNECTION_CLOSE_TIMEOUT: Final = timedelta(seconds=5)
+#: The embedded server (``pg_ctl``, ``initdb``, ``psql`` run as subprocesses): how long each
+#: step may take, and the margin the subprocess gets beyond ``pg_ctl``'s own wait.
+EMBEDDED_POSTGRES_START_TIMEOUT: Final = timedelta(seconds=30)
+EMBEDDED_POSTGRES_STOP_TIMEOUT: Final = timedelta(seconds=60)
+EMBEDDED_POSTGRES_COMMAND_MARGIN: Final = timedelta(seconds=15)
+EMBEDDED_POSTGRES_SETUP_TIMEOUT: Final = timedelta(seconds=60)
+EMBEDDED_POSTGRES_INITDB_TIMEOUT: Final = timedelta(seconds=120)
+EMBEDDED_POSTGRES_READY_POLL_INTERVAL: Final = timedelta(milliseconds=100)
+#: A unix socket path must fit ``sun_path`` (108 bytes) with ``.s.PGSQL.NNNNN.lock`` appended;
+#: a data directory with a longer path gets its socket under ``/tmp``.
+EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS: Final = 100
+#: Lines of the server's log quoted when it fails to start or stop.
+EMBEDDED_POSTGRES_LOG_TAIL_LINES: Final = 20
 
 # --- Attachments (seed: AttachmentScanner) --------------------------------------------------
 ATTACHMENT_MAX_BYTES: Final = 25 * 1024 * 1024
@@ -103,6 +181,12 @@ ATTACHMENT_ORPHAN_SWEEP_KEYS_PER_PASS: Final = 10_000
 #: Keys checked against the database in one query by the orphan sweep.
 ATTACHMENT_ORPHAN_CHECK_BATCH: Final = 1000
 ATTACHMENT_DOWNLOAD_CHUNK_BYTES: Final = 256 * 1024
+#: The ``reason`` of ``cases.contact_attachment_upload_failed`` is cut to this length.
+ATTACHMENT_FAILURE_REASON_MAX_CHARS: Final = 500
+#: A file name's extension longer than this is not kept as an extension.
+ATTACHMENT_FILE_EXTENSION_MAX_CHARS: Final = 16
+#: Bytes of an upload read to decide whether it is text.
+ATTACHMENT_TEXT_SNIFF_BYTES: Final = 64 * 1024
 CONTACT_SUMMARY_MAX_LENGTH: Final = 20_000
 #: A contact may be dated this far in the future (clock skew of the worker's device).
 CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
@@ -110,12 +194,34 @@ CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
+#: The S3 client's backoff factor between retries (urllib3 waits ``factor * 2**(n-1)``).
+OBJECT_STORE_RETRY_BACKOFF: Final = timedelta(milliseconds=200)
+#: Connections the S3 client keeps per host.
+OBJECT_STORE_MAX_CONNECTIONS: Final = 32
+#: Longest object key, in UTF-8 bytes (S3's limit).
+OBJECT_KEY_MAX_BYTES: Final = 1024
+#: The filesystem store tries a put this often: a concurrent delete may remove an emptied parent
+#: directory under it.
+OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS: Final = 3
 #: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request): a page
 #: holds at most this many entries per directory level in memory, never a directory or the tree.
 OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
 # --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
+#: Bounds of a partner's registration.
+PARTNER_NAME_MAX_LENGTH: Final = 200
+PARTNER_URL_MAX_LENGTH: Final = 2000
+PARTNER_CLIENT_ID_MAX_LENGTH: Final = 500
+PARTNER_CLIENT_SECRET_MAX_LENGTH: Final = 4000
+PARTNER_RATE_LIMIT_MAX_RPM: Final = 1_000_000
+#: Partner HTTP client (``CRAIG_EXCHANGE__CONNECT_TIMEOUT_SECONDS``, ``__READ_TIMEOUT_SECONDS``,
+#: ``__MAX_CONNECTIONS``).
+PARTNER_HTTP_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
+PARTNER_HTTP_READ_TIMEOUT: Final = timedelta(seconds=30)
+PARTNER_HTTP_MAX_CONNECTIONS: Final = 50
+#: Of a partner's error answer (or a transport error), this much is kept in ``last_error``.
+PARTNER_ERROR_DETAIL_MAX_CHARS: Final = 300
 #: Refresh an OAuth2 token this long before it expires.
 TOKEN_REFRESH_LEAD_TIME: Final = timedelta(seconds=30)
 #: Longest a partner request waits for a pooled connection: well below the refresh lead, so a
@@ -143,6 +249,16 @@ SEND_RETRY_AFTER_CAP: Final = timedelta(hours=1)
 #: Expired leases a worker returns to the queue per pass, and how often it looks for them.
 SEND_RECOVER_BATCH: Final = 100
 SEND_RECOVER_INTERVAL: Final = timedelta(seconds=1)
+#: A job's ``last_error`` is cut to this length (the partner's body may be long).
+SEND_JOB_ERROR_MAX_CHARS: Final = 2000
+#: A dispatch is abandoned this long before its lease ends (or a tenth of the lease, if less),
+#: so its outcome is recorded while the claim is still its own.
+SEND_DISPATCH_DEADLINE_MARGIN: Final = timedelta(seconds=5)
+#: A worker's cache of partners (with their decrypted secrets) for its passes.
+SEND_PARTNER_CACHE_TTL: Final = timedelta(seconds=30)
+SEND_PARTNER_CACHE_MAX_ENTRIES: Final = 1024
+#: Stopping, a send worker waits this long for dispatches in flight before recording outcomes.
+SEND_WORKER_FINISH_TIMEOUT: Final = timedelta(seconds=10)
 #: A claimed job whose partner has no rate-limit slot within this is given back to the queue
 #: (its attempt undone), so one slow-rate partner cannot occupy every dispatch slot for long.
 SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)
@@ -193,6 +309,8 @@ INTAKE_TRIAGE_RULE_SET: Final = "intake-triage"
 INTAKE_MAX_BODY_BYTES: Final = 64 * 1024
 #: The window of ``intake.rate_limit_per_minute`` (GCRA: up to the limit at once, then evenly).
 INTAKE_RATE_WINDOW: Final = timedelta(minutes=1)
+#: Referrals accepted per client per minute (``CRAIG_INTAKE__RATE_LIMIT_PER_MINUTE``).
+INTAKE_RATE_LIMIT_PER_MINUTE: Final = 10
 #: A client's rate-limit bucket idle this long limits no one; the cleanup worker deletes it.
 INTAKE_RATE_LIMIT_RETENTION: Final = timedelta(hours=1)
 #: Per-client limits count an IPv6 client per network of this prefix length (IPv4: per address).
@@ -201,6 +319,9 @@ CLIENT_RATE_LIMIT_IPV6_PREFIX_BITS: Final = 64
 CAPTCHA_VERIFY_TIMEOUT: Final = timedelta(seconds=5)
 REPORTER_NAME_MAX_LENGTH: Final = 200
 REPORTER_EMAIL_MAX_LENGTH: Final = 254
+#: A reporter's phone number: at most this many characters, at least this many digits.
+REPORTER_PHONE_MAX_LENGTH: Final = 32
+REPORTER_PHONE_MIN_DIGITS: Final = 5
 CHILD_FIRST_NAME_MAX_LENGTH: Final = 100
 #: Child welfare follows young people into extended care up to this age.
 CHILD_MAX_AGE_YEARS: Final = 21
@@ -228,6 +349,16 @@ PROGRESS_REDRAW_INTERVAL: Final = timedelta(milliseconds=100)
 PROGRESS_LINE_INTERVAL: Final = timedelta(seconds=5)
 PROGRESS_BAR_WIDTH_CHARS: Final = 30
 PROGRESS_LABEL_WIDTH_CHARS: Final = 32
+#: ``craig --help`` wraps at this width.
+CLI_HELP_WIDTH_CHARS: Final = 100
+#: ``craig config``: the value column is at least this wide, and widens for values up to the maximum.
+CONFIG_VALUE_MIN_WIDTH_CHARS: Final = 24
+CONFIG_VALUE_MAX_WIDTH_CHARS: Final = 48
+#: ``craig dlx list`` and ``craig dlx replay`` take at most this many letters unless told.
+DLX_LIST_DEFAULT_LIMIT: Final = 100
+DLX_REPLAY_DEFAULT_LIMIT: Final = 1000
+#: ``craig token``: a development token's default lifetime.
+DEV_TOKEN_LIFETIME: Final = timedelta(hours=1)
 
 # --- Cases ------------------------------------------------------------------------------------
 CASE_TITLE_MAX_LENGTH: Final = 300
@@ -266,3 +397,9 @@ AUDIT_TEXT_MAX_LENGTH: Final = 200
 #: ``craig audit verify`` reports (exit 1) committed entries still unsealed after this long: the
 #: sealer is not running, or links were cut from the chain.
 AUDIT_UNSEALED_ALERT: Final = timedelta(minutes=10)
+#: Clock skew tolerated on a token's ``exp``/``nbf`` (``CRAIG_AUTH__LEEWAY_SECONDS``).
+JWT_LEEWAY: Final = timedelta(seconds=30)
+#: A production HS256 secret shorter than this is refused at startup.
+JWT_SECRET_MIN_BYTES: Final = 32
+#: Random bytes of the JWT secret the embedded and memory profiles generate on first run.
+GENERATED_JWT_SECRET_BYTES: Final = 48

@@ -16,11 +16,15 @@ from uuid import UUID
 
 import attrs
 
-from craig.domain.constants import SEND_BACKOFF_SCHEDULE, SEND_MAX_ATTEMPTS, SEND_RETRY_AFTER_CAP
+from craig.domain.constants import (
+    SEND_BACKOFF_SCHEDULE,
+    SEND_JOB_ERROR_MAX_CHARS,
+    SEND_MAX_ATTEMPTS,
+    SEND_RETRY_AFTER_CAP,
+)
 from craig.domain.errors import Conflict
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, EventType
 
-EXCHANGE_SENT = "exchange.sent"
-EXCHANGE_SEND_FAILED = "exchange.send_failed"
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 LEASE_EXPIRED_ERROR = "lease expired: the worker stopped during the dispatch"
 
@@ -134,8 +138,6 @@ def classify(result: DispatchResult) -> Verdict:
     return Verdict.FAIL
 
 
-#: A job's ``last_error`` is cut to this length.
-MAX_ERROR_LENGTH = 2000
 _STATUS_CLASSES = {1: "informational", 2: "success", 3: "redirect", 4: "client error", 5: "server error"}
 
 
@@ -149,7 +151,7 @@ def describe(result: DispatchResult) -> str:
     text = recorded_error(result)
     if isinstance(result, PartnerAnswer) and result.detail:
         text += f": {result.detail}"
-    return text[:MAX_ERROR_LENGTH]
+    return text[:SEND_JOB_ERROR_MAX_CHARS]
 
 
 def recorded_error(result: DispatchResult) -> str:
@@ -163,7 +165,7 @@ def recorded_error(result: DispatchResult) -> str:
     else:
         kind = _STATUS_CLASSES.get(result.status // 100, "unknown status")
         text = f"{_where(result)} answered {result.status} ({kind})"
-    return text[:MAX_ERROR_LENGTH]
+    return text[:SEND_JOB_ERROR_MAX_CHARS]
 
 
 def headline(error: str | None) -> str | None:
@@ -180,7 +182,7 @@ class AttemptDecision:
     status: JobStatus
     retry_in: timedelta | None = None
     error: str | None = None
-    event_type: str | None = None
+    event_type: EventType | None = None
 
 
 def decide_after_attempt(

@@ -6,7 +6,7 @@ import re
 import unicodedata
 from urllib.parse import quote
 
-from craig.domain.constants import ATTACHMENT_FILE_NAME_MAX_BYTES
+from craig.domain.constants import ATTACHMENT_FILE_EXTENSION_MAX_CHARS, ATTACHMENT_FILE_NAME_MAX_BYTES
 
 FALLBACK_NAME = "attachment"
 #: Reserved on Windows (and awkward everywhere): replaced, not dropped, to keep names readable.
@@ -18,7 +18,6 @@ _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Cn"})
 _SPACES = re.compile(r"\s+")
 #: RFC 8187 attr-char beyond ALPHA / DIGIT and the ``-._~`` that ``quote`` always keeps.
 _ATTR_CHAR_EXTRA = "!#$&+^`|"
-_LONGEST_EXTENSION = 16
 
 
 def _clean_char(char: str) -> str:
@@ -42,7 +41,7 @@ def _bounded(name: str) -> str:
     if len(name.encode("utf-8")) <= ATTACHMENT_FILE_NAME_MAX_BYTES:
         return name
     stem, dot, extension = name.rpartition(".")
-    if not dot or not stem or len(extension) > _LONGEST_EXTENSION:
+    if not dot or not stem or len(extension) > ATTACHMENT_FILE_EXTENSION_MAX_CHARS:
         stem, extension = name, ""
     suffix = f".{extension}" if extension else ""
     room = ATTACHMENT_FILE_NAME_MAX_BYTES - len(suffix.encode("utf-8"))

@@ -12,13 +12,14 @@ from collections.abc import Callable
 
 import attrs
 
+from craig.domain.constants import ATTACHMENT_TEXT_SNIFF_BYTES
+
 Matcher = Callable[[bytes], bool]
 
 #: Brands of the ISO base media file format that are HEIF/HEIC still images (phone photos).
 _HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1"})
 #: Control characters that never appear in plain text (TAB, LF, FF and CR are fine).
 _BINARY_CONTROLS = frozenset(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D}) | {0x7F}
-_TEXT_SNIFF_BYTES = 64 * 1024
 
 
 @attrs.frozen
@@ -43,11 +44,11 @@ def _heif(body: bytes) -> bool:
 def _text(body: bytes) -> bool:
     """UTF-8 (BOM allowed) without binary control characters; the first 64 KiB decide, with a
     possibly cut last character forgiven."""
-    sample = body[:_TEXT_SNIFF_BYTES]
+    sample = body[:ATTACHMENT_TEXT_SNIFF_BYTES]
     try:
         text = sample.decode("utf-8")
     except UnicodeDecodeError as error:
-        if len(body) <= _TEXT_SNIFF_BYTES or error.start < len(sample) - 3:
+        if len(body) <= ATTACHMENT_TEXT_SNIFF_BYTES or error.start < len(sample) - 3:
             return False
         text = sample[: error.start].decode("utf-8")
     return not any(ord(char) in _BINARY_CONTROLS for char in text)

@@ -123,7 +123,16 @@ def new_slot(request: ClaimRequest, now: datetime, ttl: timedelta, token: int = 
 
 
 def decide_claim(existing: Slot | None, request: ClaimRequest, now: datetime, ttl: timedelta) -> ClaimDecision:
-    """What a request should do with its slot, given the slot's current row."""
+    """What a request should do with its slot, given the slot's current row.
+
+    The reclaim rule (a ``failed`` slot, or a ``processing`` slot whose claim has run out, is
+    claimed again under the next fencing token, keeping its ``slot_id``, and only by a request
+    with the same fingerprint) is owned by the PostgreSQL adapter's SQL: ``_RECLAIM`` in
+    ``craig/adapters/postgres/idempotency.py`` applies it in the same atomic statement as the
+    claim, for speed, on the database clock. This function mirrors that statement for the
+    memory adapter (and tells the use case what an existing slot means for its request);
+    ``tests/contract/test_idempotency_reclaim.py`` drives both adapters through the same
+    cases, each checked against this function, so the two cannot drift."""
     if existing is None:
         return Claim(new_slot(request, now, ttl))
     if existing.fingerprint != request.fingerprint:

@@ -21,11 +21,13 @@ from craig.domain.constants import (
     REFERRAL_LOCATION_MAX_LENGTH,
     REPORTER_EMAIL_MAX_LENGTH,
     REPORTER_NAME_MAX_LENGTH,
+    REPORTER_PHONE_MAX_LENGTH,
+    REPORTER_PHONE_MIN_DIGITS,
 )
 from craig.domain.errors import InvalidInput
 from craig.domain.rules import Evaluation
 
-_PHONE = re.compile(r"^\+?[0-9 ().\-/]{5,32}$")
+_PHONE = re.compile(rf"^\+?[0-9 ().\-/]{{{REPORTER_PHONE_MIN_DIGITS},{REPORTER_PHONE_MAX_LENGTH}}}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -135,9 +137,9 @@ def _text(value: str | None, field: str, max_length: int, *, required: bool) -> 
 
 def new_reporter(name: str, phone: str | None, email: str | None) -> Reporter:
     checked_name = _text(name, "reporter.name", REPORTER_NAME_MAX_LENGTH, required=True)
-    checked_phone = _text(phone, "reporter.phone", 32, required=False)
+    checked_phone = _text(phone, "reporter.phone", REPORTER_PHONE_MAX_LENGTH, required=False)
     if checked_phone is not None and (
-        not _PHONE.fullmatch(checked_phone) or sum(ch.isdigit() for ch in checked_phone) < 5
+        not _PHONE.fullmatch(checked_phone) or sum(ch.isdigit() for ch in checked_phone) < REPORTER_PHONE_MIN_DIGITS
     ):
         raise InvalidReferral("reporter.phone", "must be a phone number: digits, spaces, + ( ) . - /")
     checked_email = _text(email, "reporter.email", REPORTER_EMAIL_MAX_LENGTH, required=False)

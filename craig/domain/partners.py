@@ -8,14 +8,16 @@ from uuid import UUID
 
 import attrs
 
-from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
+from craig.domain.constants import (
+    DEFAULT_PARTNER_RATE_LIMIT_RPM,
+    PARTNER_CLIENT_ID_MAX_LENGTH,
+    PARTNER_CLIENT_SECRET_MAX_LENGTH,
+    PARTNER_NAME_MAX_LENGTH,
+    PARTNER_RATE_LIMIT_MAX_RPM,
+    PARTNER_URL_MAX_LENGTH,
+)
 from craig.domain.errors import Conflict, InvalidInput
 
-NAME_MAX_LENGTH = 200
-URL_MAX_LENGTH = 2000
-CLIENT_ID_MAX_LENGTH = 500
-CLIENT_SECRET_MAX_LENGTH = 4000
-RATE_LIMIT_MAX_RPM = 1_000_000
 DEFAULT_SEND_PATH = "/transactions"
 DEFAULT_RECORDS_PATH = "/records"
 
@@ -56,8 +58,8 @@ class Partner:
 def _http_url(field: str, value: str) -> str:
     value = value.strip()
     parts = urlsplit(value)
-    if len(value) > URL_MAX_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidPartner(f"{field} must be an absolute http(s) URL of at most {URL_MAX_LENGTH} characters")
+    if len(value) > PARTNER_URL_MAX_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidPartner(f"{field} must be an absolute http(s) URL of at most {PARTNER_URL_MAX_LENGTH} characters")
     if parts.query or parts.fragment:
         raise InvalidPartner(f"{field} must not carry a query or fragment")
     return value
@@ -66,7 +68,7 @@ def _http_url(field: str, value: str) -> str:
 def _path(field: str, value: str | None, default: str) -> str:
     if value is None:
         return default
-    if not value.startswith("/") or len(value) > URL_MAX_LENGTH or any(c in value for c in "?# "):
+    if not value.startswith("/") or len(value) > PARTNER_URL_MAX_LENGTH or any(c in value for c in "?# "):
         raise InvalidPartner(f"{field} must be a path starting with '/' (no query, fragment or spaces)")
     return value
 
@@ -91,16 +93,16 @@ def new_partner(
     records_path: str | None = None,
     now: datetime,
 ) -> Partner:
-    if rate_limit_rpm is not None and not 1 <= rate_limit_rpm <= RATE_LIMIT_MAX_RPM:
-        raise InvalidPartner(f"rate_limit_rpm must lie between 1 and {RATE_LIMIT_MAX_RPM}")
-    if not client_secret or len(client_secret) > CLIENT_SECRET_MAX_LENGTH:
-        raise InvalidPartner(f"client_secret must be 1 to {CLIENT_SECRET_MAX_LENGTH} characters")
+    if rate_limit_rpm is not None and not 1 <= rate_limit_rpm <= PARTNER_RATE_LIMIT_MAX_RPM:
+        raise InvalidPartner(f"rate_limit_rpm must lie between 1 and {PARTNER_RATE_LIMIT_MAX_RPM}")
+    if not client_secret or len(client_secret) > PARTNER_CLIENT_SECRET_MAX_LENGTH:
+        raise InvalidPartner(f"client_secret must be 1 to {PARTNER_CLIENT_SECRET_MAX_LENGTH} characters")
     return Partner(
         id=id,
-        name=_text("name", name, NAME_MAX_LENGTH),
+        name=_text("name", name, PARTNER_NAME_MAX_LENGTH),
         base_url=_http_url("base_url", base_url),
         token_url=_http_url("token_url", token_url),
-        client_id=_text("client_id", client_id, CLIENT_ID_MAX_LENGTH),
+        client_id=_text("client_id", client_id, PARTNER_CLIENT_ID_MAX_LENGTH),
         client_secret=client_secret,
         rate_limit_rpm=rate_limit_rpm,
         send_path=_path("send_path", send_path, DEFAULT_SEND_PATH),

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any, Final
+from typing import Any
 from uuid import UUID
 
 import attrs
 
 from craig.domain.errors import Conflict, InvalidInput
+from craig.domain.event_catalogue import (
+    FOSTER_HOME_CREATED,
+    PLACEMENT_ACTIVATED,
+    PLACEMENT_CANCELLED,
+    PLACEMENT_CREATED,
+    PLACEMENT_ENDED,
+    PLACEMENT_MOVED,
+    EventType,
+)
 from craig.domain.placements import (
     INITIAL_STATUSES,
     TERMINAL_STATUSES,
@@ -34,13 +43,6 @@ from craig.domain.placements import (
     vacate,
     validate_placement_transition,
 )
-
-FOSTER_HOME_CREATED: Final = "placements.foster_home_created"
-PLACEMENT_CREATED: Final = "placements.placement_created"
-PLACEMENT_ACTIVATED: Final = "placements.placement_activated"
-PLACEMENT_ENDED: Final = "placements.placement_ended"
-PLACEMENT_CANCELLED: Final = "placements.placement_cancelled"
-PLACEMENT_MOVED: Final = "placements.placement_moved"
 
 _END_REASONS = ", ".join(reason.value for reason in EndReason)
 
@@ -70,10 +72,10 @@ class PlacementNeedsHome(Conflict):
 
 @attrs.frozen(kw_only=True)
 class PlacementEvent:
-    """A fact to stage in the outbox (the use case wraps it in an envelope)."""
+    """A fact to stage in the outbox (the use case wraps it in an envelope); ``type`` gives its
+    source and aggregate type."""
 
-    type: str
-    aggregate_type: str
+    type: EventType
     aggregate_id: UUID
     payload: Mapping[str, Any]
 
@@ -140,7 +142,7 @@ def homes_to_lock(current: Placement, patch: PlacementPatch) -> tuple[UUID, ...]
     return tuple(sorted(ids))
 
 
-def _event(kind: str, placement: Placement, **extra: Any) -> PlacementEvent:
+def _event(kind: EventType, placement: Placement, **extra: Any) -> PlacementEvent:
     payload = {
         "placement_id": str(placement.id),
         "case_id": str(placement.case_id),
@@ -148,7 +150,7 @@ def _event(kind: str, placement: Placement, **extra: Any) -> PlacementEvent:
         "status": placement.status.value,
         **extra,
     }
-    return PlacementEvent(type=kind, aggregate_type="placement", aggregate_id=placement.id, payload=payload)
+    return PlacementEvent(type=kind, aggregate_id=placement.id, payload=payload)
 
 
 def _locked(homes: Mapping[UUID, FosterHome], home_id: UUID) -> FosterHome:
@@ -253,7 +255,6 @@ def decide_change(
 def foster_home_created(home: FosterHome) -> PlacementEvent:
     return PlacementEvent(
         type=FOSTER_HOME_CREATED,
-        aggregate_type="foster_home",
         aggregate_id=home.id,
         payload={"foster_home_id": str(home.id), "capacity": home.capacity},
     )

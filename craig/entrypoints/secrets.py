@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 import structlog
 
+from craig.domain.constants import GENERATED_JWT_SECRET_BYTES
 from craig.entrypoints.settings import Profile, Settings, SettingsError
 
 log = structlog.get_logger(__name__)
@@ -51,7 +52,7 @@ def with_dev_secrets(settings: Settings) -> Settings:
     auth = settings.auth
     if not auth.jwt_secret and not auth.jwks_url:
         path = dev_secret_path(settings, "CRAIG_AUTH__JWT_SECRET")
-        auth = attrs.evolve(auth, jwt_secret=_read_or_create(path, secrets.token_urlsafe(48)))
+        auth = attrs.evolve(auth, jwt_secret=_read_or_create(path, secrets.token_urlsafe(GENERATED_JWT_SECRET_BYTES)))
     key = settings.field_encryption_key
     if not key:
         path = dev_secret_path(settings, "CRAIG_FIELD_ENCRYPTION_KEY")

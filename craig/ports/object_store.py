@@ -8,7 +8,7 @@ from typing import Protocol
 
 import attrs
 
-KEY_MAX_BYTES = 1024
+from craig.domain.constants import OBJECT_KEY_MAX_BYTES
 
 
 @attrs.frozen
@@ -41,7 +41,7 @@ def check_key(key: str) -> str:
     segments = key.split("/")
     if (
         not key
-        or len(key.encode("utf-8", errors="replace")) > KEY_MAX_BYTES
+        or len(key.encode("utf-8", errors="replace")) > OBJECT_KEY_MAX_BYTES
         or "\x00" in key
         or any(segment in ("", ".", "..") for segment in segments)
     ):

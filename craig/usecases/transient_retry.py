@@ -22,7 +22,12 @@ T = TypeVar("T")
 
 
 @attrs.frozen
-class RetryPolicy:
+class TransientRetry:
+    """How often, and after what pause, a transaction that hit a :class:`TransientConflict` runs
+    again. Not the inbox's redelivery policy (:class:`craig.domain.inbox.RetryPolicy`): that one
+    spaces deliveries of a message over seconds to minutes; this one reruns one transaction
+    within the request, a few milliseconds apart."""
+
     max_attempts: int = PLACEMENT_TRANSACTION_MAX_ATTEMPTS
     backoff: timedelta = PLACEMENT_RETRY_BACKOFF
 
@@ -39,7 +44,7 @@ class RetryPolicy:
 
 async def retry_transient(
     attempt: Callable[[], Awaitable[T]],
-    policy: RetryPolicy,
+    policy: TransientRetry,
     *,
     on_retry: Callable[[int, TransientConflict], None] | None = None,
 ) -> T:

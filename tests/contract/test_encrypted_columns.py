@@ -35,7 +35,7 @@ from craig.ports.errors import UndecryptableData
 from craig.ports.idempotency import Claimed, IdempotencyStore
 from craig.ports.key_rotation import EncryptedColumn, EncryptedColumnStore
 from craig.usecases.ids import new_id
-from craig.usecases.rotate_keys import RotateKeys
+from craig.usecases.operations import RotateKeys
 from tests.support.backends import Backend
 from tests.support.exchange_data import a_partner
 from tests.support.sealed import new_key, uow_with

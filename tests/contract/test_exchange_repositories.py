@@ -15,7 +15,8 @@ from craig.adapters.crypto.aesgcm import is_encrypted
 from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.sealed_fields import PARTNER_CLIENT_SECRET
-from craig.domain.exchange import EXCHANGE_SEND_FAILED, EXCHANGE_SENT, AttemptDecision, JobStatus
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
+from craig.domain.exchange import AttemptDecision, JobStatus
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.pages import PageRequest
 from craig.ports.unit_of_work import UnitOfWork

@@ -15,7 +15,7 @@ from craig.adapters.postgres.encrypted_columns import ENCRYPTED_COLUMNS
 from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter
 from craig.ports.key_rotation import EncryptedColumnStore
-from craig.usecases.rotate_keys import Progress, RotateKeys
+from craig.usecases.operations import Progress, RotateKeys
 from tests.support.backends import Backend
 from tests.support.sealed import new_key, overwrite, raw_rows, uow_with
 

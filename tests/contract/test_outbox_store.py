@@ -14,7 +14,7 @@ from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
 from craig.ports.outbox import PublishFailure
-from craig.usecases.relay import OutboxRelay
+from craig.usecases.events import OutboxRelay
 from tests.support.backends import Backend
 
 pytestmark = pytest.mark.contract

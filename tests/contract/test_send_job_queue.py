@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
+from craig.domain.constants import PARTNER_RATE_LIMIT_MAX_RPM
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
     AttemptDecision,
     JobStatus,
     PartnerAnswer,
@@ -24,10 +25,9 @@ from craig.domain.exchange import (
     decide_after_attempt,
     decide_lease_expired,
 )
-from craig.domain.partners import RATE_LIMIT_MAX_RPM
 from craig.ports.errors import DatabaseUnavailable, Unavailable
 from craig.ports.exchange import SECRET_UNDECRYPTABLE, JobOutcome, PassResult
-from craig.usecases.send_policy import outcome_event
+from craig.usecases.exchange import outcome_event
 from tests.support.backends import Backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction, corrupt_secret
 
@@ -35,10 +35,12 @@ pytestmark = pytest.mark.contract
 
 LEASE = timedelta(seconds=60)
 MAX_WAIT = timedelta(seconds=10)
-SENT = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+SENT = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
 
 
-async def jobs_for(backend: Backend, count: int, rate_limit_rpm: int | None = RATE_LIMIT_MAX_RPM) -> list[SendJob]:
+async def jobs_for(
+    backend: Backend, count: int, rate_limit_rpm: int | None = PARTNER_RATE_LIMIT_MAX_RPM
+) -> list[SendJob]:
     partner = await add_partner(backend, a_partner(rate_limit_rpm=rate_limit_rpm))
     jobs: list[SendJob] = []
     for _ in range(count):
@@ -195,7 +197,7 @@ async def test_an_outcome_whose_row_is_held_comes_back_busy(backend: Backend) ->
 
 
 async def test_an_idle_worker_is_woken_when_jobs_are_enqueued(backend: Backend) -> None:
-    partner = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM))
     assert (await run_pass(backend)).claims == []
     waiting = asyncio.create_task(backend.send_job_queue.wait_for_jobs(timedelta(seconds=60)))
     await asyncio.sleep(0.05)
@@ -206,7 +208,7 @@ async def test_an_idle_worker_is_woken_when_jobs_are_enqueued(backend: Backend) 
 
 
 async def test_an_enqueue_during_a_pass_is_not_missed(backend: Backend) -> None:
-    partner = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM))
     assert (await run_pass(backend)).claims == []
     await add_transaction(backend, [partner.id])  # after the pass, before the worker waits
     await asyncio.sleep(0.05)  # let the notification arrive
@@ -242,8 +244,8 @@ async def test_a_pass_after_the_server_dropped_the_connection_reconnects(backend
 
 
 async def test_a_partner_whose_secret_cannot_be_decrypted_spoils_only_its_own_claims(backend: Backend) -> None:
-    good = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
-    bad = await add_partner(backend, a_partner(rate_limit_rpm=RATE_LIMIT_MAX_RPM))
+    good = await add_partner(backend, a_partner(rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM))
+    bad = await add_partner(backend, a_partner(rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM))
     for _ in range(3):
         await add_transaction(backend, [good.id, bad.id])
     await corrupt_secret(backend, bad.id)

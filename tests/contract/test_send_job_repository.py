@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
     LEASE_EXPIRED_ERROR,
     AttemptDecision,
@@ -22,7 +23,7 @@ from tests.support.exchange_data import add_partner, add_transaction
 pytestmark = pytest.mark.contract
 
 LEASE = timedelta(seconds=60)
-SENT = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+SENT = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
 
 
 async def jobs_for(backend: Backend, count: int) -> list[SendJob]:
@@ -175,7 +176,7 @@ async def test_only_failed_jobs_are_retried_with_a_fresh_budget(backend: Backend
     async with uow:
         assert await uow.send_jobs.retry_failed(job.id) is None
     [claimed] = await claim(backend)
-    failed = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type="exchange.send_failed")
+    failed = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type=EXCHANGE_SEND_FAILED)
     await record(backend, [(claimed, failed)])
     uow = backend.uow()
     async with uow:

@@ -22,10 +22,8 @@ from craig.domain.attachments import Attachment, UploadValidation, new_attachmen
 from craig.domain.contacts import Contact
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.object_store import ObjectStore
-from craig.usecases.attachments import UploadAttachment
-from craig.usecases.cases import OpenCase
-from craig.usecases.contacts import RecordContact
-from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner, UploadAttachment
+from craig.usecases.cases import OpenCase, RecordContact
 from tests.support.apps import free_port
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.files import png_bytes

@@ -10,9 +10,7 @@ import pytest
 
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.domain.exchange import JobStatus
-from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.reserve_send_slot import ReserveSendSlot
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import DispatchSendJob, ReserveSendSlot, SendPolicy
 from tests.support.backends import memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 from tests.support.fake_partner import CLIENT_ID, CLIENT_SECRET, serving_partner

@@ -294,7 +294,7 @@ async def test_slot_of_a_dead_owner_is_recovered_after_its_ttl_not_before(
         n, key = name(), name()
         # A process claims the slot and dies before finalizing: claim through the same layer,
         # with the claim's owner simulated by a direct store claim for the same user and body.
-        from craig.usecases.idempotent_request import IdempotentRequests
+        from craig.usecases.idempotency import IdempotentRequests
 
         sub = uuid.uuid4()
         headers = auth(api.container, sub=sub, role=Role.CASEWORKER)

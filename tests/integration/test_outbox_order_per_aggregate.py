@@ -22,13 +22,13 @@ from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.access import Principal, Role
+from craig.domain.event_catalogue import EXCHANGE_SENT
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, JobStatus
 from craig.ports.exchange import JobOutcome
 from craig.ports.outbox import OutboxWriter
-from craig.usecases.cases import OpenCase
-from craig.usecases.contacts import RecordContact
-from craig.usecases.send_policy import outcome_event
+from craig.usecases.cases import OpenCase, RecordContact
+from craig.usecases.exchange import outcome_event
 from tests.support.backends import postgres_backend
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.exchange_data import add_partner, add_transaction
@@ -164,7 +164,7 @@ async def test_the_send_job_pass_and_a_writer_of_the_same_job_are_numbered_in_co
         assert database is not None
         [job] = (await add_transaction(backend, [(await add_partner(backend)).id]))[1]
         [claim] = (await backend.send_job_queue.run_pass([], 1, lease, max_wait)).claims
-        sent = AttemptDecision(JobStatus.SENT, event_type="exchange.sent")
+        sent = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
         pass_event = outcome_event(claim.job, sent, datetime.now(UTC))
         writer_event = attrs.evolve(
             _event(str(job.id), 0), aggregate_type=pass_event.aggregate_type, type="tests.noted"

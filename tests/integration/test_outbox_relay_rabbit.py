@@ -21,7 +21,7 @@ from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import ALTERNATE_EXCHANGE, RabbitEventBus
 from craig.domain.events import EventEnvelope
-from craig.usecases.relay import OutboxRelay
+from craig.usecases.events import OutboxRelay
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.services import BrokerNames
 

@@ -31,7 +31,7 @@ from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.partners import Partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import SECRET_UNDECRYPTABLE
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import SendPolicy
 from tests.support.backends import Backend, memory_backend, postgres_backend
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.exchange_data import a_partner, add_partner, add_transaction, corrupt_secret

@@ -21,8 +21,7 @@ from craig.domain.contacts import Contact
 from craig.ports.object_store import ObjectStore
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments import UploadAttachment
-from craig.usecases.cases import OpenCase
-from craig.usecases.contacts import RecordContact
+from craig.usecases.cases import OpenCase, RecordContact
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 

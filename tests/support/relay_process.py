@@ -13,7 +13,7 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.domain.events import EventEnvelope
-from craig.usecases.relay import OutboxRelay
+from craig.usecases.events import OutboxRelay
 
 
 class SlowPublisher:

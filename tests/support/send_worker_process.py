@@ -20,7 +20,7 @@ from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.constants import SEND_POLL_INTERVAL
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import SendPolicy
 from tests.support.ciphers import TEST_CIPHER
 
 FAST_BACKOFF = (timedelta(milliseconds=50),)

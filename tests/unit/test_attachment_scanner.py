@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
-from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
 from tests.support.casework import World, person
 
 pytestmark = pytest.mark.unit

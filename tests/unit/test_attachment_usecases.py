@@ -14,8 +14,7 @@ from craig.domain.access import Role
 from craig.domain.attachments import EmptyUpload, ObjectStatus, UploadContentMismatch, UploadTooLarge
 from craig.domain.errors import Conflict, NotFound
 from craig.ports.errors import ObjectStoreUnavailable
-from craig.usecases.attachments import OpenAttachment, UploadAttachment
-from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner, OpenAttachment, UploadAttachment
 from tests.support.casework import World, person
 from tests.support.files import EXE_HEADER, png_bytes
 

@@ -11,8 +11,7 @@ from craig.domain.access import Role
 from craig.domain.contacts import ContactType
 from craig.domain.errors import Forbidden, InvalidInput, NotFound
 from craig.domain.pages import PageRequest
-from craig.usecases.cases import AssignWorker, GetCase, ListCases
-from craig.usecases.contacts import GetContact, ListContacts, RecordContact
+from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, RecordContact
 from tests.support.casework import T0, World, person
 
 pytestmark = pytest.mark.unit

@@ -13,8 +13,9 @@ from dependency_injector import providers
 
 from craig.domain.access import Principal, Role
 from craig.domain.constants import INBOX_BROADCAST_RETENTION
+from craig.domain.event_catalogue import EXCHANGE_SENT
 from craig.domain.events import EventEnvelope
-from craig.domain.exchange import EXCHANGE_SENT, AttemptDecision, JobStatus
+from craig.domain.exchange import AttemptDecision, JobStatus
 from craig.entrypoints.settings import ExchangeSettings
 from craig.entrypoints.workers.registry import cleanup_loop
 from craig.usecases.exchange import StartTransaction

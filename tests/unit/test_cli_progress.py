@@ -16,7 +16,7 @@ from dependency_injector import providers
 from craig.entrypoints.cli.dlx import replay_dead_letters
 from craig.entrypoints.cli.progress import ProgressBar
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-from craig.usecases.dead_letters import DeadLetterOperations
+from craig.usecases.events import DeadLetterOperations
 from tests.support import apps
 
 pytestmark = pytest.mark.unit

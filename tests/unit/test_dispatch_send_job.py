@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
-    EXCHANGE_SENT,
     AttemptDecision,
     DispatchResult,
     JobStatus,
@@ -22,11 +21,13 @@ from craig.domain.exchange import (
 from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
 from craig.ports.exchange import Claim, Delivery, Pace, PartnerGateway, PartnerRateLimited
-from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
-from craig.usecases.reserve_send_slot import ReserveSendSlot
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import (
+    DispatchSendJob,
+    GiveBackSendJobs,
+    RecoverExpiredSendJobs,
+    ReserveSendSlot,
+    SendPolicy,
+)
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 
@@ -116,7 +117,7 @@ async def test_a_2xx_is_sent_with_its_event_and_nothing_is_written_until_recorde
     assert dispatched.outcome is not None and dispatched.outcome.job == claim.job
     assert dispatched.outcome.decision.status is JobStatus.SENT
     event = dispatched.outcome.event
-    assert event is not None and event.type == EXCHANGE_SENT and event.aggregate_id == str(claim.job.id)
+    assert event is not None and event.type == EXCHANGE_SENT.name and event.aggregate_id == str(claim.job.id)
     assert event.payload["status"] == "sent" and event.payload["last_error"] is None
     assert event.correlation_id == claim.job.correlation_id
     [(partner, delivery)] = gateway.deliveries
@@ -153,7 +154,7 @@ async def test_the_last_attempt_fails_the_job_and_stages_send_failed(backend: Ba
     assert dispatched.name == "failed" and dispatched.outcome is not None
     assert dispatched.outcome.decision.status is JobStatus.FAILED
     event = dispatched.outcome.event
-    assert event is not None and event.type == EXCHANGE_SEND_FAILED
+    assert event is not None and event.type == EXCHANGE_SEND_FAILED.name
     assert event.payload["status"] == "failed" and event.payload["last_error"] == "partner answered 503 (server error)"
 
 
@@ -176,7 +177,7 @@ async def test_a_job_without_a_partner_fails_at_once_unsent(
     assert dispatched.name == "failed" and dispatched.outcome is not None
     assert dispatched.outcome.decision.error == (error or unusable)
     event = dispatched.outcome.event
-    assert event is not None and event.type == EXCHANGE_SEND_FAILED
+    assert event is not None and event.type == EXCHANGE_SEND_FAILED.name
     assert gateway.deliveries == []
 
 
@@ -277,6 +278,6 @@ async def test_recovery_requeues_expired_leases_and_stages_send_failed_for_the_l
     assert (by_id[first.job.id].status, by_id[first.job.id].attempts) == (JobStatus.PENDING, 1)
     assert (by_id[last.job.id].status, by_id[last.job.id].attempts) == (JobStatus.FAILED, 2)
     async with backend.outbox.claim_batch(100) as batch:
-        failed = [r.envelope for r in batch.events if r.envelope.type == EXCHANGE_SEND_FAILED]
+        failed = [r.envelope for r in batch.events if r.envelope.type == EXCHANGE_SEND_FAILED.name]
     assert [e.aggregate_id for e in failed] == [str(last.job.id)]
     assert failed[0].payload["status"] == "failed" and failed[0].payload["last_error"] == "lease expired"

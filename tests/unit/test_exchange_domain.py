@@ -9,9 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from craig.domain.constants import SEND_BACKOFF_SCHEDULE, SEND_MAX_ATTEMPTS, SEND_RETRY_AFTER_CAP
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
-    EXCHANGE_SEND_FAILED,
-    EXCHANGE_SENT,
     JobStatus,
     PartnerAnswer,
     TransportFailure,

@@ -13,7 +13,7 @@ from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
 from craig.domain.idempotency import ClaimRequest, Slot
 from craig.ports.idempotency import Claimed
-from craig.usecases.idempotent_request import IdempotencyPolicy, IdempotentRequests
+from craig.usecases.idempotency import IdempotencyPolicy, IdempotentRequests
 from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = pytest.mark.unit

@@ -12,7 +12,7 @@ from craig.adapters.memory.uow import MemoryUnitOfWork
 from craig.domain.events import EventEnvelope
 from craig.ports.messaging import NonRetryable
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.inbox import AlreadyHandled, DeadLettered, Processed, handle_idempotently
+from craig.usecases.events import AlreadyHandled, DeadLettered, Processed, handle_idempotently
 from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = pytest.mark.unit

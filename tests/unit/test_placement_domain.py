@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 
 from craig.domain.errors import Conflict, InvalidInput, NotFound
+from craig.domain.event_catalogue import PLACEMENT_ACTIVATED, PLACEMENT_CREATED, PLACEMENT_ENDED, PLACEMENT_MOVED
 from craig.domain.placement_changes import (
-    PLACEMENT_ACTIVATED,
-    PLACEMENT_CREATED,
-    PLACEMENT_ENDED,
-    PLACEMENT_MOVED,
     NewPlacement,
     PlacementClosed,
     PlacementNeedsHome,

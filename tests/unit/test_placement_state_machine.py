@@ -16,11 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from craig.domain.errors import DomainError, InvalidInput
+from craig.domain.event_catalogue import PLACEMENT_ACTIVATED, PLACEMENT_CANCELLED, PLACEMENT_ENDED, PLACEMENT_MOVED
 from craig.domain.placement_changes import (
-    PLACEMENT_ACTIVATED,
-    PLACEMENT_CANCELLED,
-    PLACEMENT_ENDED,
-    PLACEMENT_MOVED,
     NewPlacement,
     PlacementClosed,
     PlacementDecision,

@@ -27,13 +27,13 @@ from craig.usecases.placements import (
     ListFosterHomes,
     UpdatePlacement,
 )
-from craig.usecases.transient_retry import RetryPolicy
+from craig.usecases.transient_retry import TransientRetry
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.unit
 
-NO_PAUSE = RetryPolicy(max_attempts=3, backoff=timedelta(0))
+NO_PAUSE = TransientRetry(max_attempts=3, backoff=timedelta(0))
 
 
 @attrs.define

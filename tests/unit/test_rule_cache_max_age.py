@@ -21,8 +21,7 @@ from craig.domain.constants import RULE_CACHE_MAX_AGE
 from craig.domain.errors import NotFound
 from craig.entrypoints.settings import RulesSettings, SettingsError, load_settings
 from craig.ports.messaging import DeliveryOutcome, Subscription
-from craig.usecases.rule_cache import RuleSetCache
-from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation
+from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation, RuleSetCache
 from tests.support.apps import make_container, make_settings
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock, FakeMonotonic

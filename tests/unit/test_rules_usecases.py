@@ -16,8 +16,7 @@ from craig.domain.errors import Forbidden, NotFound
 from craig.domain.events import EventEnvelope
 from craig.domain.rule_documents import InvalidRuleSet, parse_rules
 from craig.domain.rules import RuleSet
-from craig.usecases.rule_cache import RuleSetCache
-from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation
+from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation, RuleSetCache
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.clock import FakeClock
 

@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from craig.domain import exchange as model
 from craig.domain.constants import SEND_LEASE, SEND_MAX_ATTEMPTS
+from craig.domain.event_catalogue import EXCHANGE_SENT, EventType
 from craig.domain.exchange import InvalidJobTransition, JobStatus, PartnerAnswer, SendJob, TransportFailure
 
 pytestmark = pytest.mark.unit
@@ -40,7 +41,7 @@ class SendJobMachine(RuleBasedStateMachine):
         self.correlation = self.job.correlation_id
         self.tokens: list[int] = [0]
         self.was_sent = False
-        self.events: list[str] = []
+        self.events: list[EventType | None] = []
 
     @rule(seconds=st.integers(min_value=0, max_value=4000))
     def time_passes(self, seconds: int) -> None:
@@ -95,7 +96,7 @@ class SendJobMachine(RuleBasedStateMachine):
     def sent_is_final(self) -> None:
         if self.was_sent:
             assert self.job.status is JobStatus.SENT
-            assert self.events.count(model.EXCHANGE_SENT) == 1
+            assert self.events.count(EXCHANGE_SENT) == 1
 
     @invariant()
     def attempts_are_bounded(self) -> None:

@@ -15,7 +15,7 @@ from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, Send
 from craig.domain.partners import Partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
-from craig.usecases.send_policy import SendPolicy
+from craig.usecases.exchange import SendPolicy
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
 

@@ -22,6 +22,12 @@ from uuid import UUID
 
 import structlog
 
+from craig.domain.constants import (
+    INPROCESS_BUS_BATCH_SIZE,
+    INPROCESS_BUS_LEASE,
+    INPROCESS_BUS_POLL_INTERVAL,
+    INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS,
+)
 from craig.domain.events import EventEnvelope
 from craig.domain.routing import topic_matches
 from craig.ports.inbox import InboxRecord, InboxStore
@@ -50,9 +56,9 @@ class InProcessBus(EventBus):
         inbox: InboxStore,
         *,
         instance_id: str,
-        poll_interval: timedelta = timedelta(seconds=1),
-        batch_size: int = 100,
-        lease: timedelta = timedelta(seconds=60),
+        poll_interval: timedelta = INPROCESS_BUS_POLL_INTERVAL,
+        batch_size: int = INPROCESS_BUS_BATCH_SIZE,
+        lease: timedelta = INPROCESS_BUS_LEASE,
     ) -> None:
         self.inbox = inbox
         #: Deliveries are filed under ``Subscription.inbox_consumer(instance_id)``: the key the
@@ -151,7 +157,9 @@ class InboxDeadLetters(DeadLetterQueue):
         before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
     ) -> list[DeadLetterInfo]:
         wanted = set(event_ids) if event_ids is not None else None
-        letters = [_info(r) for r in await self.inbox.dead_letters(1_000_000 if wanted else limit)]
+        letters = [
+            _info(r) for r in await self.inbox.dead_letters(INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS if wanted else limit)
+        ]
         chosen = [letter for letter in letters if wanted is None or letter.event_id in wanted][:limit]
         for letter in chosen:
             await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it

@@ -19,12 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from craig.domain.constants import OBJECT_STORE_LIST_PAGE_KEYS
+from craig.domain.constants import OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS, OBJECT_STORE_LIST_PAGE_KEYS
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
 
 T = TypeVar("T")
-_PUT_ATTEMPTS = 3  # a concurrent delete may remove an emptied parent directory under a put
 
 
 async def _io(fn: Callable[..., T], *args: Any) -> T:
@@ -85,13 +84,13 @@ class FilesystemObjectStore(ObjectStore):
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
-            for attempt in range(_PUT_ATTEMPTS):
+            for attempt in range(OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 try:
                     os.replace(temporary, path)
                     break
                 except FileNotFoundError:
-                    if attempt == _PUT_ATTEMPTS - 1:
+                    if attempt == OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS - 1:
                         raise
             _fsync_directory(path.parent)
         finally:

@@ -25,8 +25,11 @@ from minio.error import InvalidResponseError, MinioException, S3Error, ServerErr
 
 from craig.domain.constants import (
     OBJECT_STORE_CONNECT_TIMEOUT,
+    OBJECT_STORE_LIST_PAGE_KEYS,
+    OBJECT_STORE_MAX_CONNECTIONS,
     OBJECT_STORE_READ_TIMEOUT,
     OBJECT_STORE_RETRIES,
+    OBJECT_STORE_RETRY_BACKOFF,
 )
 from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable, PortError
 from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
@@ -35,7 +38,6 @@ T = TypeVar("T")
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchObject", "ResourceNotFound", "NotFound"})
 #: S3 error codes a retry may outlive (they come with a 5xx, or a 4xx for a slow request).
 _TRANSIENT_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})
-_LIST_PAGE = 1000
 # ValueError: the SDK validates arguments such as the bucket name (a configuration error).
 _FAILURES = (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError)
 
@@ -87,9 +89,11 @@ class MinioObjectStore(ObjectStore):
                 read=OBJECT_STORE_READ_TIMEOUT.total_seconds(),
             ),
             retries=urllib3.Retry(
-                total=OBJECT_STORE_RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]
+                total=OBJECT_STORE_RETRIES,
+                backoff_factor=OBJECT_STORE_RETRY_BACKOFF.total_seconds(),
+                status_forcelist=[500, 502, 503, 504],
             ),
-            maxsize=32,
+            maxsize=OBJECT_STORE_MAX_CONNECTIONS,
         )
         self.client = Minio(
             endpoint,
@@ -157,11 +161,11 @@ class MinioObjectStore(ObjectStore):
             self.client.list_objects, self.bucket, prefix=prefix, recursive=True, start_after=start_after
         )
         while True:
-            page = await self._call(lambda: list(islice(listing, _LIST_PAGE)))
+            page = await self._call(lambda: list(islice(listing, OBJECT_STORE_LIST_PAGE_KEYS)))
             for item in page:
                 if item.object_name is not None and not item.is_dir:
                     yield StoredObject(key=item.object_name, size=int(item.size or 0), last_modified=item.last_modified)
-            if len(page) < _LIST_PAGE:
+            if len(page) < OBJECT_STORE_LIST_PAGE_KEYS:
                 return
 
     async def ping(self) -> None:

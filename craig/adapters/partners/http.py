@@ -18,6 +18,7 @@ import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
 from craig.domain.constants import (
+    PARTNER_ERROR_DETAIL_MAX_CHARS,
     PARTNER_POOL_WAIT,
     PARTNER_TOKEN_DEFAULT_LIFETIME,
     PARTNER_TOKEN_SEND_SHARE,
@@ -28,7 +29,6 @@ from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
 
 CORRELATION_HEADER = "X-Correlation-ID"
-DETAIL_MAX_CHARS = 300
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
@@ -48,7 +48,7 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
 
 
 def _answer(response: httpx.Response, *, at_token_endpoint: bool = False) -> PartnerAnswer:
-    snippet = " ".join(response.text[:DETAIL_MAX_CHARS].split())
+    snippet = " ".join(response.text[:PARTNER_ERROR_DETAIL_MAX_CHARS].split())
     return PartnerAnswer(
         status=response.status_code,
         retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),

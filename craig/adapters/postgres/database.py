@@ -13,6 +13,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from craig.adapters.postgres.errors import db_errors
+from craig.domain.constants import (
+    DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
+    DATABASE_POOL_RECYCLE,
+    DATABASE_POOL_SIZE,
+    DATABASE_STATEMENT_TIMEOUT_MS,
+)
 
 
 def async_url(url: str) -> URL:
@@ -36,7 +42,12 @@ class PostgresDatabase:
     """Owns the engine. Transactions come from :class:`PostgresUnitOfWork`."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, max_overflow: int = 10, statement_timeout_ms: int = 30000
+        self,
+        url: str,
+        *,
+        pool_size: int = DATABASE_POOL_SIZE,
+        max_overflow: int = DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
+        statement_timeout_ms: int = DATABASE_STATEMENT_TIMEOUT_MS,
     ) -> None:
         self.url = url
         self.statement_timeout_ms = statement_timeout_ms
@@ -49,7 +60,7 @@ class PostgresDatabase:
             # on a dead connection fails (503, retried by the client with its Idempotency-Key)
             # and SQLAlchemy invalidates the whole pool at once.
             pool_pre_ping=False,
-            pool_recycle=1800,
+            pool_recycle=int(DATABASE_POOL_RECYCLE.total_seconds()),
             connect_args={"server_settings": {"statement_timeout": str(statement_timeout_ms)}},
         )
 

@@ -24,8 +24,20 @@ import shutil
 import stat
 import subprocess
 import time
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
+
+from craig.domain.constants import (
+    EMBEDDED_POSTGRES_COMMAND_MARGIN,
+    EMBEDDED_POSTGRES_INITDB_TIMEOUT,
+    EMBEDDED_POSTGRES_LOG_TAIL_LINES,
+    EMBEDDED_POSTGRES_READY_POLL_INTERVAL,
+    EMBEDDED_POSTGRES_SETUP_TIMEOUT,
+    EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS,
+    EMBEDDED_POSTGRES_START_TIMEOUT,
+    EMBEDDED_POSTGRES_STOP_TIMEOUT,
+)
 
 
 def _bin_path() -> Path:
@@ -39,8 +51,11 @@ def _bin_path() -> Path:
 
 POSTGRES_BIN_PATH = _bin_path()
 SYSTEM_USER = "embedded_postgres"
-START_TIMEOUT_S = 30
-_MAX_SOCKET_PATH = 100  # sun_path is 108 bytes; keep a margin for ".s.PGSQL.NNNNN.lock"
+
+
+def _whole_seconds(duration: timedelta) -> str:
+    """A duration as ``pg_ctl -t`` takes it."""
+    return str(int(duration.total_seconds()))
 
 
 class EmbeddedPostgres:
@@ -57,7 +72,7 @@ class EmbeddedPostgres:
         self._as_root = os.geteuid() == 0
         self.started_here = False
         suffix = f"/.s.PGSQL.{port or 5432}.lock"
-        if len(str(self.data_dir) + suffix) <= _MAX_SOCKET_PATH:
+        if len(str(self.data_dir) + suffix) <= EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS:
             self.socket_dir = self.data_dir
         else:
             digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
@@ -93,11 +108,13 @@ class EmbeddedPostgres:
             str(self.log_file),
             "-w",
             "-t",
-            str(START_TIMEOUT_S),
+            _whole_seconds(EMBEDDED_POSTGRES_START_TIMEOUT),
         ]
         pg_ctl += ["-o", " ".join(shlex.quote(o) for o in options), "start"]  # pg_ctl runs them through sh
         try:
-            self._run(pg_ctl, timeout=START_TIMEOUT_S + 15)
+            self._run(
+                pg_ctl, timeout=(EMBEDDED_POSTGRES_START_TIMEOUT + EMBEDDED_POSTGRES_COMMAND_MARGIN).total_seconds()
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             raise RuntimeError(self._failure("did not start", exc)) from exc
         self.started_here = True
@@ -114,7 +131,20 @@ class EmbeddedPostgres:
         if not self.is_running():
             return
         try:
-            self._run(["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop"], timeout=75)
+            pg_ctl = [
+                "pg_ctl",
+                "-D",
+                str(self.data_dir),
+                "-m",
+                "fast",
+                "-w",
+                "-t",
+                _whole_seconds(EMBEDDED_POSTGRES_STOP_TIMEOUT),
+            ]
+            self._run(
+                [*pg_ctl, "stop"],
+                timeout=(EMBEDDED_POSTGRES_STOP_TIMEOUT + EMBEDDED_POSTGRES_COMMAND_MARGIN).total_seconds(),
+            )
         except subprocess.CalledProcessError:
             if self.is_running():
                 raise
@@ -139,7 +169,14 @@ class EmbeddedPostgres:
         psql = [str(POSTGRES_BIN_PATH / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", f"name={name}"]
         psql += ["-h", str(self.socket_dir), "-p", str(self._pg_port), "-U", "postgres", "-d", "postgres"]
         try:
-            subprocess.run(psql, input=script, text=True, check=True, capture_output=True, timeout=60)
+            subprocess.run(
+                psql,
+                input=script,
+                text=True,
+                check=True,
+                capture_output=True,
+                timeout=EMBEDDED_POSTGRES_SETUP_TIMEOUT.total_seconds(),
+            )
         except subprocess.CalledProcessError as exc:
             raise RuntimeError(f"could not create database {name!r}: {exc.stderr.strip()}") from exc
 
@@ -169,7 +206,7 @@ class EmbeddedPostgres:
             initdb = ["initdb", "-D", str(self.data_dir), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
             # Code-point order and Unicode case mapping, independent of the host's locales.
             initdb += ["--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"]
-            self._run(initdb, timeout=120)
+            self._run(initdb, timeout=EMBEDDED_POSTGRES_INITDB_TIMEOUT.total_seconds())
 
     def _ensure_system_user(self) -> None:
         try:
@@ -237,11 +274,11 @@ class EmbeddedPostgres:
     def _wait_ready(self) -> None:
         isready = [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self.socket_dir)]
         isready += ["-p", str(self._pg_port), "-U", "postgres"]
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + EMBEDDED_POSTGRES_START_TIMEOUT.total_seconds()
         while subprocess.run(isready, check=False).returncode != 0:
             if time.monotonic() > deadline:
                 raise RuntimeError(self._failure("is running but does not accept connections", None))
-            time.sleep(0.1)
+            time.sleep(EMBEDDED_POSTGRES_READY_POLL_INTERVAL.total_seconds())
 
     def _run(self, argv: list[str], *, timeout: float) -> None:
         cmd = [str(POSTGRES_BIN_PATH / argv[0]), *argv[1:]]
@@ -256,7 +293,7 @@ class EmbeddedPostgres:
                 o.decode(errors="replace") if isinstance(o, bytes) else (o or "") for o in (exc.stdout, exc.stderr)
             ).strip()
         try:
-            tail = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-20:])
+            tail = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-EMBEDDED_POSTGRES_LOG_TAIL_LINES:])
         except OSError:
             tail = "(no log)"
         return (

@@ -22,7 +22,7 @@ from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import RESPONSE_BODY
-from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
+from craig.domain.constants import IDEMPOTENCY_ERROR_DETAIL_MAX_CHARS, STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, SlotStatus, StoredResponse
 from craig.ports.cipher import FieldCipher
 from craig.ports.idempotency import (
@@ -50,6 +50,8 @@ _INSERT = text(
 )
 # A 'failed' row is re-claimed, and so is a 'processing' row whose claim expired (its owner died:
 # a live owner keeps extending it). Either way the fencing token moves on and slot_id stays.
+# This statement owns the reclaim rule; craig.domain.idempotency.decide_claim mirrors it for the
+# memory adapter. tests/contract/test_idempotency_reclaim.py holds both to the same cases.
 _RECLAIM = text(
     f"""
     UPDATE idempotency_responses
@@ -195,7 +197,10 @@ class PostgresIdempotencyStore(IdempotencyStore):
     async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
         async with self.database.transaction() as conn:
             done = (
-                await conn.execute(_FINALIZE_FAILED, {"cache_key": cache_key, "token": token, "detail": detail[:2000]})
+                await conn.execute(
+                    _FINALIZE_FAILED,
+                    {"cache_key": cache_key, "token": token, "detail": detail[:IDEMPOTENCY_ERROR_DETAIL_MAX_CHARS]},
+                )
             ).first()
             if done is not None:
                 await conn.execute(_NOTIFY, {"cache_key": cache_key})

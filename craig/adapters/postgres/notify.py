@@ -18,6 +18,7 @@ import structlog
 
 from craig.adapters.postgres.database import libpq_dsn
 from craig.adapters.waiters import Waiters
+from craig.domain.constants import LISTEN_RECONNECT_DELAY_MAX, LISTEN_RECONNECT_DELAY_MIN
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +51,7 @@ class PostgresListener:
         self._conn = None
 
     async def _run(self) -> None:
-        delay = 0.1
+        delay = LISTEN_RECONNECT_DELAY_MIN.total_seconds()
         while True:
             lost = asyncio.Event()
             try:
@@ -60,7 +61,7 @@ class PostgresListener:
                     await conn.add_listener(channel, self._on_notify)
                 self._conn = conn
                 self._waiters.notify_all()  # anything missed while disconnected
-                delay = 0.1
+                delay = LISTEN_RECONNECT_DELAY_MIN.total_seconds()
                 await lost.wait()
             except asyncio.CancelledError:
                 raise
@@ -70,7 +71,7 @@ class PostgresListener:
                 self._conn = None
             self._waiters.notify_all()
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, LISTEN_RECONNECT_DELAY_MAX.total_seconds())
 
     def _on_notify(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
         self._waiters.notify(channel, payload)

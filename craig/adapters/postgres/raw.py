@@ -17,6 +17,7 @@ import asyncpg
 
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
+from craig.domain.constants import RAW_CONNECTION_CLOSE_TIMEOUT
 
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -81,6 +82,6 @@ class DedicatedConnection:
             conn, self._conn = self._conn, None
             if conn is not None and not conn.is_closed():
                 try:
-                    await asyncio.wait_for(conn.close(), 5)
+                    await asyncio.wait_for(conn.close(), RAW_CONNECTION_CLOSE_TIMEOUT.total_seconds())
                 except Exception:
                     conn.terminate()

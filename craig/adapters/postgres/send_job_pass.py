@@ -30,8 +30,7 @@ import msgspec
 
 from craig.adapters.postgres.raw import RawStatement
 from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, unseal_json
-from craig.domain import exchange as model
-from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM
+from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM, SEND_JOB_ERROR_MAX_CHARS
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.cipher import FieldCipher
@@ -95,7 +94,7 @@ def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[s
         "tokens": [job.lease_token for job, _ in outcomes],
         "statuses": [str(decision.status) for _, decision in outcomes],
         "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
-        "errors": [(decision.error or "")[: model.MAX_ERROR_LENGTH] or None for _, decision in outcomes],
+        "errors": [(decision.error or "")[:SEND_JOB_ERROR_MAX_CHARS] or None for _, decision in outcomes],
     }
 
 

@@ -39,6 +39,7 @@ from craig.adapters.postgres.send_job_pass import GIVE_BACK, PASS, PLANNER_SETTI
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake, by_partner
 from craig.domain import partner_rate_limit as gcra
+from craig.domain.constants import SEND_PARTNER_CACHE_MAX_ENTRIES, SEND_PARTNER_CACHE_TTL
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
 from craig.ports.exchange import Claim, JobOutcome, PassResult, SendJobQueue, UnusablePartner
@@ -52,8 +53,6 @@ APPLICATION_NAME = "craig-send-worker"
 
 #: Decrypted partners are kept per queue this long (Craig never changes a partner, and key
 #: rotation keeps the plaintext; the expiry bounds how long a row edited by hand goes unseen).
-_PARTNER_CACHE_SECONDS = 30.0
-_PARTNER_CACHE_SIZE = 1024
 
 
 class PostgresSendJobQueue(SendJobQueue):
@@ -141,11 +140,11 @@ class PostgresSendJobQueue(SendJobQueue):
         }
         missing = ids - found.keys()
         if missing:
-            if len(self._partners) >= _PARTNER_CACHE_SIZE:
+            if len(self._partners) >= SEND_PARTNER_CACHE_MAX_ENTRIES:
                 self._partners.clear()
             for row in await self._conn.fetch(_PARTNERS, {"ids": list(missing)}):
                 partner = usable_partner_from_row(row, self._cipher)
                 found[partner.id] = partner
                 if isinstance(partner, Partner):  # an unusable one is read again: a repair shows at once
-                    self._partners[partner.id] = (partner, now + _PARTNER_CACHE_SECONDS)
+                    self._partners[partner.id] = (partner, now + SEND_PARTNER_CACHE_TTL.total_seconds())
         return found

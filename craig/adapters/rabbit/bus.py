@@ -37,7 +37,7 @@ import logging
 import random
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, cast
 
 import aio_pika
@@ -49,7 +49,18 @@ from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
-from craig.domain.constants import BUS_SETTLE_BACKOFF_BASE, BUS_SETTLE_BACKOFF_CAP, INBOX_MAX_RETRIES
+from craig.domain.constants import (
+    BUS_SETTLE_BACKOFF_BASE,
+    BUS_SETTLE_BACKOFF_CAP,
+    INBOX_MAX_RETRIES,
+    RABBIT_BROADCAST_QUEUE_EXPIRES_MS,
+    RABBIT_GRACEFUL_STOP_TIMEOUT,
+    RABBIT_HEADER_ERROR_MAX_CHARS,
+    RABBIT_INFRASTRUCTURE_RETRY,
+    RABBIT_PING_TIMEOUT,
+    RABBIT_PREFETCH,
+    RABBIT_PUBLISH_TIMEOUT,
+)
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import capped_backoff
 from craig.ports.errors import BrokerUnavailable
@@ -65,10 +76,6 @@ from craig.ports.messaging import (
 
 log = structlog.get_logger(__name__)
 
-#: When the inbox itself cannot run (database down), the message comes back after this.
-INFRASTRUCTURE_RETRY = timedelta(seconds=5)
-MAX_HEADER_ERROR = 1000
-BROADCAST_QUEUE_EXPIRES_MS = 60 * 60 * 1000
 ALTERNATE_EXCHANGE = "alternate-exchange"
 
 
@@ -85,8 +92,8 @@ class RabbitEventBus(EventBus):
         dlx_exchange: str,
         queue_prefix: str,
         instance_id: str,
-        prefetch: int = 32,
-        publish_timeout_seconds: float = 10.0,
+        prefetch: int = RABBIT_PREFETCH,
+        publish_timeout_seconds: float = RABBIT_PUBLISH_TIMEOUT.total_seconds(),
     ) -> None:
         self.url = url
         self.prefix = queue_prefix
@@ -96,7 +103,7 @@ class RabbitEventBus(EventBus):
             url,
             log_level=logging.DEBUG,
             default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
-            graceful_timeout=15.0,
+            graceful_timeout=RABBIT_GRACEFUL_STOP_TIMEOUT.total_seconds(),
             on_reconnected=[self._reconnected],
         )
         self._on_connected: list[Callable[[], object]] = []
@@ -176,7 +183,7 @@ class RabbitEventBus(EventBus):
     async def _declare(self, subscription: Subscription) -> RabbitQueue:
         name = self.work_queue(subscription)
         self._consumer_of[name] = subscription.inbox_consumer(self.instance_id)
-        extra: dict[str, Any] = {"x-expires": BROADCAST_QUEUE_EXPIRES_MS} if subscription.broadcast else {}
+        extra: dict[str, Any] = {"x-expires": RABBIT_BROADCAST_QUEUE_EXPIRES_MS} if subscription.broadcast else {}
         queue = RabbitQueue(name, durable=not subscription.broadcast, auto_delete=subscription.broadcast)
         declared = await self.broker.declare_queue(queue)
         for pattern in subscription.event_types:
@@ -228,7 +235,7 @@ class RabbitEventBus(EventBus):
         self._connected = False
 
     async def ping(self) -> None:
-        if not self._connected or not await self.broker.ping(timeout=3):
+        if not self._connected or not await self.broker.ping(timeout=RABBIT_PING_TIMEOUT.total_seconds()):
             raise BrokerUnavailable(f"RabbitMQ ({_safe(self.url)}) does not answer")
 
     # --- publishing -------------------------------------------------------------------------
@@ -288,7 +295,7 @@ class RabbitEventBus(EventBus):
             "x-original-queue": original_queue,
             "x-consumer": self._consumer_of.get(original_queue, original_queue.removeprefix(f"{self.prefix}.")),
             "x-retry-count": retry_count,
-            "x-last-error": last_error[:MAX_HEADER_ERROR],
+            "x-last-error": last_error[:RABBIT_HEADER_ERROR_MAX_CHARS],
             "x-first-failed-at": (first_failed_at or datetime.now().astimezone()).isoformat(),
         }
         await self._send(
@@ -310,7 +317,7 @@ class RabbitEventBus(EventBus):
                 except Exception as error:  # the inbox itself failed (database down)
                     log.warning("delivery failed before the inbox recorded it", queue=queue, error=str(error))
                     outcome = RedeliverLater(
-                        INFRASTRUCTURE_RETRY, int(headers.get("x-retry-count", 0)), str(error), None
+                        RABBIT_INFRASTRUCTURE_RETRY, int(headers.get("x-retry-count", 0)), str(error), None
                     )
             try:
                 await self._settle(queue, raw, message.message_id, headers, outcome)
@@ -350,7 +357,7 @@ class RabbitEventBus(EventBus):
             retry_headers = {
                 **headers,
                 "x-retry-count": outcome.retry_count,
-                "x-last-error": outcome.error[:MAX_HEADER_ERROR],
+                "x-last-error": outcome.error[:RABBIT_HEADER_ERROR_MAX_CHARS],
             }
             if outcome.first_failed_at:
                 retry_headers["x-first-failed-at"] = outcome.first_failed_at.isoformat()

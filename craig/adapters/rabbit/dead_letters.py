@@ -19,10 +19,8 @@ from aio_pika.abc import AbstractIncomingMessage
 from faststream.rabbit import RabbitQueue
 
 from craig.adapters.rabbit.bus import RabbitEventBus, _forwarded
+from craig.domain.constants import RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-
-#: Upper bound on letters read in one operation.
-MAX_SCAN = 100_000
 
 
 def _info(message: AbstractIncomingMessage, prefix: str) -> DeadLetterInfo:
@@ -71,7 +69,7 @@ class RabbitDeadLetters(DeadLetterQueue):
         return taken
 
     async def peek(self, limit: int) -> list[DeadLetterInfo]:
-        taken = await self._take_all(MAX_SCAN)
+        taken = await self._take_all(RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES)
         try:
             letters = sorted((_info(m, self.bus.prefix) for m in taken), key=lambda info: info.event_id)
         finally:
@@ -87,7 +85,7 @@ class RabbitDeadLetters(DeadLetterQueue):
         before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
     ) -> list[DeadLetterInfo]:
         wanted = set(event_ids) if event_ids is not None else None
-        taken = await self._take_all(MAX_SCAN)
+        taken = await self._take_all(RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES)
         chosen: list[tuple[DeadLetterInfo, AbstractIncomingMessage]] = []
         rest: list[AbstractIncomingMessage] = []
         for message in taken:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from craig.domain.constants import CONFIG_VALUE_MAX_WIDTH_CHARS, CONFIG_VALUE_MIN_WIDTH_CHARS
 from craig.entrypoints.cli.common import ExitCode, echo, exit_codes
 from craig.entrypoints.settings import effective, reference
 
@@ -27,11 +28,14 @@ def config(in_force: bool) -> int:
 
         rows = [(name, value, str(source)) for name, value, source in effective(prepare())]
         width = max(len(name) for name, _, _ in rows)
-        value_width = max(24, *(len(repr(value)) for _, value, _ in rows if len(repr(value)) <= 48))
+        value_width = max(
+            CONFIG_VALUE_MIN_WIDTH_CHARS,
+            *(len(repr(value)) for _, value, _ in rows if len(repr(value)) <= CONFIG_VALUE_MAX_WIDTH_CHARS),
+        )
         for name, value, source in rows:
             echo(f"{name:<{width}}  {value!r:<{value_width}}  {source}")
         return ExitCode.OK
     width = max(len(name) for name, _, _ in reference())
     for name, default, help_text in reference():
-        echo(f"{name:<{width}}  {default!r:<24}  {help_text}")
+        echo(f"{name:<{width}}  {default!r:<{CONFIG_VALUE_MIN_WIDTH_CHARS}}  {help_text}")
     return ExitCode.OK

@@ -9,6 +9,7 @@ from typing import TextIO
 
 import click
 
+from craig.domain.constants import DLX_LIST_DEFAULT_LIMIT, DLX_REPLAY_DEFAULT_LIMIT
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
 from craig.entrypoints.cli.progress import ProgressBar
@@ -28,7 +29,12 @@ def dlx() -> None:
 
 @dlx.command("list", epilog=exit_codes())
 @click.option(
-    "--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N", help="At most this many."
+    "--limit",
+    type=click.IntRange(min=1),
+    default=DLX_LIST_DEFAULT_LIMIT,
+    show_default=True,
+    metavar="N",
+    help="At most this many.",
 )
 def list_(limit: int) -> int:
     """List dead letters, oldest first, without removing them."""
@@ -54,7 +60,12 @@ def list_(limit: int) -> int:
 )
 @click.option("--all", "every", is_flag=True, help="Every dead letter (up to --limit).")
 @click.option(
-    "--limit", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N", help="At most this many."
+    "--limit",
+    type=click.IntRange(min=1),
+    default=DLX_REPLAY_DEFAULT_LIMIT,
+    show_default=True,
+    metavar="N",
+    help="At most this many.",
 )
 def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
     """Send dead letters back to their queue, in their original order, each with a fresh retry

@@ -18,7 +18,7 @@ from craig.entrypoints.cli.progress import ProgressBar
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import StartupError, running
 from craig.entrypoints.settings import Profile
-from craig.usecases.rotate_keys import ColumnReport
+from craig.usecases.operations import ColumnReport
 
 
 @click.group("keys", short_help="Field-encryption keys: rotate.")

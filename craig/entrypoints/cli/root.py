@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import click
 
+from craig.domain.constants import CLI_HELP_WIDTH_CHARS
 from craig.entrypoints.cli.audit import audit_group
 from craig.entrypoints.cli.common import ExitCode, Refused
 from craig.entrypoints.cli.config import config
@@ -65,7 +66,9 @@ def _version() -> str:
         return "unknown"
 
 
-@click.group(help=MANUAL, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    help=MANUAL, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": CLI_HELP_WIDTH_CHARS}
+)
 @click.version_option(_version(), "--version", prog_name="craig", message="%(prog)s %(version)s")
 def craig() -> None:
     pass

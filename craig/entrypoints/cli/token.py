@@ -7,6 +7,7 @@ import uuid
 import click
 
 from craig.domain.access import Role
+from craig.domain.constants import DEV_TOKEN_LIFETIME
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes
 
@@ -18,7 +19,7 @@ from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes
 @click.option(
     "--ttl",
     type=click.IntRange(min=1),
-    default=3600,
+    default=int(DEV_TOKEN_LIFETIME.total_seconds()),
     show_default=True,
     metavar="SECONDS",
     help="Lifetime of the token.",

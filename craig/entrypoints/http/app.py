@@ -30,7 +30,7 @@ from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
 from craig.entrypoints.settings import Settings, cors_origins
 from craig.entrypoints.tokens import TokenVerifier
-from craig.usecases.idempotent_request import IdempotencyPolicy, IdempotentRequests
+from craig.usecases.idempotency import IdempotencyPolicy, IdempotentRequests
 
 log = structlog.get_logger(__name__)
 

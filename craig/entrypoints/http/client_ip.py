@@ -12,10 +12,12 @@ import ipaddress
 from collections.abc import Sequence
 from functools import lru_cache
 
+from craig.domain.constants import TRUSTED_PROXY_SETTINGS_CACHED
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=TRUSTED_PROXY_SETTINGS_CACHED)
 def trusted_networks(setting: str) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(part.strip(), strict=False) for part in setting.split(",") if part.strip())
 

@@ -1,6 +1,6 @@
 """The ``Idempotency-Key`` layer for every POST and PATCH under ``/v1`` and ``/intake``.
 
-It only translates HTTP to :class:`craig.usecases.idempotent_request.IdempotentRequests`:
+It only translates HTTP to :class:`craig.usecases.idempotency.IdempotentRequests`:
 buffer the body, fingerprint it, claim/replay/wait, open the request's transaction and run the
 handler in it (its claim kept alive meanwhile), then store the response in that same
 transaction and commit it *before* the response leaves, so a client never sees a success whose effects or
@@ -22,21 +22,15 @@ from litestar.types import ASGIApp, HTTPDisconnectEvent, HTTPRequestEvent, Messa
 
 from craig.domain.access import Principal
 from craig.domain.fingerprint import InvalidIdempotencyKey
-from craig.domain.idempotency import ClaimLost, StoredResponse
+from craig.domain.idempotency import ClaimLost, Mismatch, Replay, StoredResponse
 from craig.entrypoints import metrics
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
 from craig.ports.errors import TransientConflict, Unavailable
+from craig.ports.idempotency import Claimed
 from craig.usecases.audit.record import AuditWork, record_alone, replay_entry
-from craig.usecases.idempotent_request import (
-    Busy,
-    IdempotentRequests,
-    IdempotentRequestsWork,
-    Mismatch,
-    Proceed,
-    Replay,
-)
+from craig.usecases.idempotency import Busy, IdempotentRequests, IdempotentRequestsWork
 
 log = structlog.get_logger(__name__)
 
@@ -139,7 +133,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 headers=[(b"retry-after", str(decision.retry_after_seconds).encode())],
             )
             return
-        assert isinstance(decision, Proceed)
+        assert isinstance(decision, Claimed)
         await self._run_winner(scope, body, send, next_app, requests, decision)
 
     async def _run_winner(
@@ -149,7 +143,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         send: Send,
         next_app: ASGIApp,
         requests: IdempotentRequests,
-        claim: Proceed,
+        claim: Claimed,
     ) -> None:
         captured: list[Message] = []
 

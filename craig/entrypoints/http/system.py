@@ -11,10 +11,10 @@ import swagger_ui
 from litestar import MediaType, Response, Router, get
 from litestar.static_files import create_static_files_router
 
+from craig.domain.constants import READINESS_CHECK_TIMEOUT, READINESS_ERROR_MAX_CHARS
 from craig.entrypoints import metrics
 
 HealthCheck = Callable[[], Awaitable[None]]
-READY_TIMEOUT_SECONDS = 3.0
 SWAGGER_STATIC = Path(swagger_ui.__file__).parent / "static"
 
 _SWAGGER_PAGE = """<!doctype html>
@@ -45,9 +45,9 @@ _SWAGGER_PAGE = """<!doctype html>
 
 async def _check(check: HealthCheck) -> str | None:
     try:
-        await asyncio.wait_for(check(), READY_TIMEOUT_SECONDS)
+        await asyncio.wait_for(check(), READINESS_CHECK_TIMEOUT.total_seconds())
     except Exception as error:
-        return f"{type(error).__name__}: {error}"[:300]
+        return f"{type(error).__name__}: {error}"[:READINESS_ERROR_MAX_CHARS]
     return None
 
 

@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Callable
 
 from craig.adapters.crypto.policy import key_problem
-from craig.domain.constants import ATTACHMENT_SCAN_MIN_GRACE
+from craig.domain.constants import ATTACHMENT_SCAN_GRACE, ATTACHMENT_SCAN_MIN_GRACE, JWT_SECRET_MIN_BYTES
 from craig.entrypoints.settings.schema import Profile, Settings, SettingsError, split_csv
 
 Rule = Callable[[Settings], str | None]
@@ -53,10 +53,13 @@ def _production_jwt(s: Settings) -> str | None:
     if s.profile is not Profile.PRODUCTION:
         return None
     if not s.auth.jwks_url and not s.auth.jwt_secret:
-        return "profile=production needs CRAIG_AUTH__JWKS_URL (or CRAIG_AUTH__JWT_SECRET of >= 32 bytes)"
-    if not s.auth.jwks_url and len(s.auth.jwt_secret.encode()) < 32:
         return (
-            "CRAIG_AUTH__JWT_SECRET is shorter than 32 bytes, too weak for HS256 in production; "
+            "profile=production needs CRAIG_AUTH__JWKS_URL "
+            f"(or CRAIG_AUTH__JWT_SECRET of >= {JWT_SECRET_MIN_BYTES} bytes)"
+        )
+    if not s.auth.jwks_url and len(s.auth.jwt_secret.encode()) < JWT_SECRET_MIN_BYTES:
+        return (
+            f"CRAIG_AUTH__JWT_SECRET is shorter than {JWT_SECRET_MIN_BYTES} bytes, too weak for HS256 in production; "
             "use a longer random secret (e.g. `openssl rand -base64 48`) or CRAIG_AUTH__JWKS_URL"
         )
     return None
@@ -118,7 +121,7 @@ def _attachment_scanner_timing(s: Settings) -> str | None:
         return (
             f"CRAIG_ATTACHMENTS__SCAN_GRACE_SECONDS ({a.scan_grace_seconds:g}) is shorter than "
             f"{ATTACHMENT_SCAN_MIN_GRACE.total_seconds():g}: the scanner would remove uploads still being "
-            "written; raise it (the default is 3600)"
+            f"written; raise it (the default is {ATTACHMENT_SCAN_GRACE.total_seconds():g})"
         )
     return None
 

@@ -20,7 +20,11 @@ from craig.domain.constants import (
     ATTACHMENT_SCAN_GRACE,
     ATTACHMENT_SCAN_INTERVAL,
     AUDIT_RETENTION,
+    DATABASE_MAX_OVERFLOW,
+    DATABASE_POOL_SIZE,
+    DATABASE_STATEMENT_TIMEOUT_MS,
     EXCHANGE_RETENTION,
+    HTTP_MAX_BODY_BYTES,
     IDEMPOTENCY_CLAIM_TTL,
     IDEMPOTENCY_LOSER_WAIT_CEILING,
     IDEMPOTENCY_MAX_STORED_BODY_BYTES,
@@ -28,11 +32,16 @@ from craig.domain.constants import (
     INBOX_BACKOFF_BASE,
     INBOX_BACKOFF_CAP,
     INBOX_RETENTION,
+    INTAKE_RATE_LIMIT_PER_MINUTE,
     JWKS_FETCH_TIMEOUT,
     JWKS_REFRESH_INTERVAL,
+    JWT_LEEWAY,
     OUTBOX_BATCH_SIZE,
     OUTBOX_POLL_INTERVAL,
     OUTBOX_RETENTION,
+    PARTNER_HTTP_CONNECT_TIMEOUT,
+    PARTNER_HTTP_MAX_CONNECTIONS,
+    PARTNER_HTTP_READ_TIMEOUT,
     RULE_CACHE_MAX_AGE,
     SEND_LEASE,
     SEND_MAX_CONCURRENCY,
@@ -75,7 +84,7 @@ class HttpSettings:
     host: str = _help("Interface `craig serve` binds.", "127.0.0.1")
     port: int = _help("Port `craig serve` listens on.", 8000)
     max_body_bytes: int = _help(
-        "Largest request body accepted (413 above it). Upload routes have their own limit.", 1024 * 1024
+        "Largest request body accepted (413 above it). Upload routes have their own limit.", HTTP_MAX_BODY_BYTES
     )
     cors_origins: str = _help("Comma-separated allowed CORS origins; empty disables CORS; `*` any.", "")
     cors_allow_credentials: bool = _help("Allow credentials in CORS requests (never with `*`).", False)
@@ -95,15 +104,15 @@ class AuthSettings:
     )
     issuer: str = _help("Required `iss` claim.", "craig")
     audience: str = _help("Required `aud` claim.", "craig-api")
-    leeway_seconds: int = _help("Clock skew tolerated on exp/nbf.", 30)
+    leeway_seconds: int = _help("Clock skew tolerated on exp/nbf.", int(JWT_LEEWAY.total_seconds()))
 
 
 @attrs.define
 class DatabaseSettings:
     url: str = _secret("PostgreSQL URL (production), e.g. postgresql://craig@db:5432/craig.", "")
-    pool_size: int = _help("Connections kept per process.", 10)
-    max_overflow: int = _help("Extra connections allowed under burst.", 20)
-    statement_timeout_ms: int = _help("Server-side statement timeout.", 30000)
+    pool_size: int = _help("Connections kept per process.", DATABASE_POOL_SIZE)
+    max_overflow: int = _help("Extra connections allowed under burst.", DATABASE_MAX_OVERFLOW)
+    statement_timeout_ms: int = _help("Server-side statement timeout.", DATABASE_STATEMENT_TIMEOUT_MS)
     embedded_port: int = _help("TCP port of the embedded server; 0 = unix socket only.", 0)
 
 
@@ -166,9 +175,11 @@ class AttachmentSettings:
 
 @attrs.define
 class ExchangeSettings:
-    connect_timeout_seconds: float = _help("Partner HTTP connect timeout.", 5.0)
-    read_timeout_seconds: float = _help("Partner HTTP read timeout.", 30.0)
-    max_connections: int = _help("Partner HTTP connection pool size.", 50)
+    connect_timeout_seconds: float = _help(
+        "Partner HTTP connect timeout.", PARTNER_HTTP_CONNECT_TIMEOUT.total_seconds()
+    )
+    read_timeout_seconds: float = _help("Partner HTTP read timeout.", PARTNER_HTTP_READ_TIMEOUT.total_seconds())
+    max_connections: int = _help("Partner HTTP connection pool size.", PARTNER_HTTP_MAX_CONNECTIONS)
     max_concurrency: int = _help("Dispatches one worker runs at once.", SEND_MAX_CONCURRENCY)
     prefetch: int = _help("Jobs one worker claims ahead of its free dispatch slots (0: none).", SEND_MAX_CONCURRENCY)
     lease_seconds: float = _help("How long a claimed job is owned by its worker.", SEND_LEASE.total_seconds())
@@ -183,7 +194,7 @@ class IntakeSettings:
     require_captcha: bool = _help("Require a captcha token on public intake.", False)
     captcha_secret: str = _secret("Captcha siteverify secret, or `disabled`.", "disabled")
     captcha_verify_url: str = _help("hCaptcha/Turnstile-compatible siteverify URL.", "https://hcaptcha.com/siteverify")
-    rate_limit_per_minute: int = _help("Referrals accepted per client IP per minute.", 10)
+    rate_limit_per_minute: int = _help("Referrals accepted per client IP per minute.", INTAKE_RATE_LIMIT_PER_MINUTE)
 
 
 @attrs.define

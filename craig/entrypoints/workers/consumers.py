@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from craig.domain.event_catalogue import RULES_CACHE_INVALIDATED
 from craig.entrypoints.container import Container
 from craig.ports.messaging import Subscription
 
@@ -13,7 +14,7 @@ def subscriptions_for(container: Container) -> list[Subscription]:
         # subscription (re)connects, as invalidations sent meanwhile are lost to this instance
         Subscription(
             consumer="rules-cache",
-            event_types=("rules.cache_invalidated",),
+            event_types=(RULES_CACHE_INVALIDATED.name,),
             handler=evict_rule_cache,
             broadcast=True,
             on_connected=evict_rule_cache.subscribed,

@@ -10,14 +10,14 @@ from datetime import timedelta
 import attrs
 import structlog
 
+from craig.domain.constants import WORKER_ERROR_BACKOFF_MAX, WORKER_ERROR_BACKOFF_MIN
+
 log = structlog.get_logger(__name__)
 
 #: One pass of a loop; returns True when it did work (run again at once), False when idle.
 Pass = Callable[[], Awaitable[bool]]
 #: Wait between idle passes (may return early, e.g. on NOTIFY).
 Idle = Callable[[timedelta], Awaitable[None]]
-
-ERROR_BACKOFF_MAX = timedelta(seconds=30)
 
 
 async def _sleep(interval: timedelta) -> None:
@@ -32,17 +32,17 @@ class Loop:
     idle: Idle = _sleep
 
     async def run(self, stop: asyncio.Event) -> None:
-        error_delay = timedelta(milliseconds=200)
+        error_delay = WORKER_ERROR_BACKOFF_MIN
         while not stop.is_set():
             try:
                 busy = await self.run_once()
-                error_delay = timedelta(milliseconds=200)
+                error_delay = WORKER_ERROR_BACKOFF_MIN
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 log.warning("worker pass failed", worker=self.name, error=str(error), retry_in=str(error_delay))
                 await wait_or_stop(stop, error_delay, _sleep)
-                error_delay = min(error_delay * 2, ERROR_BACKOFF_MAX)
+                error_delay = min(error_delay * 2, WORKER_ERROR_BACKOFF_MAX)
                 continue
             if not busy:
                 await wait_or_stop(stop, self.interval, self.idle)

@@ -26,8 +26,7 @@ from craig.ports.messaging import (
     SendToDeadLetters,
     Subscription,
 )
-from craig.usecases.inbox import AlreadyHandled, DeadLettered, Processed, Retry, handle_idempotently
-from craig.usecases.relay import OutboxRelay
+from craig.usecases.events import AlreadyHandled, DeadLettered, OutboxRelay, Processed, Retry, handle_idempotently
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ from craig.entrypoints.workers.consumers import subscriptions_for
 from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.messaging import relay_loop
 from craig.entrypoints.workers.send_jobs import send_job_loop
-from craig.usecases.cleanup import Purge, PurgeExpired, Retention
+from craig.usecases.operations import Purge, PurgeExpired, Retention
 
 
 def purge_broadcast_inbox(container: Container) -> Purge:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import structlog
 
+from craig.domain.constants import WORKER_STOP_TIMEOUT
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.messaging import consumers_running
@@ -45,7 +46,7 @@ async def _loops_running(container: Container, loops: Sequence[Loop] | None) -> 
         yield
     finally:
         stop.set()
-        _, pending = await asyncio.wait(tasks, timeout=10) if tasks else (set(), set())
+        _, pending = await asyncio.wait(tasks, timeout=WORKER_STOP_TIMEOUT.total_seconds()) if tasks else (set(), set())
         for task in pending:
             task.cancel()
         for task in tasks:

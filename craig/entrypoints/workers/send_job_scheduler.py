@@ -32,15 +32,22 @@ from craig.domain.constants import (
     SEND_DEADLINE_CHECK_INTERVAL,
     SEND_OUTCOME_FLUSH_DELAY,
     SEND_RECORD_RETRY_DELAYS,
+    SEND_WORKER_FINISH_TIMEOUT,
 )
 from craig.domain.exchange import JobStatus
 from craig.ports.clock import Clock
 from craig.ports.exchange import Claim, JobOutcome, Pace, PartnerGateway, PassResult, SendJobQueue
-from craig.usecases.dispatch_send_job import DispatchSendJob
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs, GiveBackSendJobsWork
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs, RecoverExpiredSendJobsWork
-from craig.usecases.reserve_send_slot import ReserveSendSlot, ReserveSendSlotWork
-from craig.usecases.send_policy import Observer, SendPolicy
+from craig.usecases.exchange import (
+    DispatchSendJob,
+    GiveBackSendJobs,
+    GiveBackSendJobsWork,
+    Observer,
+    RecoverExpiredSendJobs,
+    RecoverExpiredSendJobsWork,
+    ReserveSendSlot,
+    ReserveSendSlotWork,
+    SendPolicy,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -167,7 +174,7 @@ class SendJobScheduler:
                 await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
         await self.finish()
 
-    async def finish(self, timeout: timedelta = timedelta(seconds=10)) -> None:
+    async def finish(self, timeout: timedelta = SEND_WORKER_FINISH_TIMEOUT) -> None:
         """Give back claimed jobs not yet dispatched, let dispatches in flight end (bounded), then
         record their outcomes, including any a background flush has already taken and is still
         writing."""

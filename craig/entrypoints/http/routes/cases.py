@@ -16,8 +16,7 @@ from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.contacts import Contact
 from craig.domain.pages import Page, PageRequest
 from craig.entrypoints.http.dependencies import Me
-from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
-from craig.usecases.contacts import GetContact, ListContacts, RecordContact
+from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, OpenCase, RecordContact
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 CASES = "/cases"

@@ -29,11 +29,12 @@ from craig.usecases.exchange import (
     GetTransaction,
     ListPartners,
     PartnerRegistration,
+    ReadPartnerRecords,
     RegisterPartner,
     RetrySendJob,
+    ShowPartner,
     StartTransaction,
 )
-from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
 
 TAGS = ["exchange"]
 

@@ -1,4 +1,4 @@
-"""Use cases: the two-phase attachment upload, reads and downloads.
+"""Use case: the two-phase attachment upload.
 
 Phase 1 commits the ``pending`` row and ``cases.contact_attachment_uploaded`` in a unit of work
 of its own, taken from a factory: the row must be durable before the blob exists, whatever
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -33,65 +32,23 @@ from craig.domain.attachments import (
     new_attachment,
     validate_upload,
 )
-from craig.domain.constants import ATTACHMENT_DOWNLOAD_CHUNK_BYTES
-from craig.domain.errors import Conflict, NotFound
-from craig.domain.events import EventEnvelope
-from craig.domain.pages import Page, PageRequest
+from craig.domain.errors import Conflict
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.errors import ObjectStoreUnavailable, PortError
-from craig.ports.object_store import Download, ObjectStore
+from craig.ports.object_store import ObjectStore
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases import EVENT_SOURCE
-from craig.usecases.contacts import visible_contact
-from craig.usecases.events import new_event, stage_event
+from craig.usecases.attachments.events import upload_failed_event, uploaded_event
+from craig.usecases.cases.visibility import visible_contact
+from craig.usecases.events.staging import stage_event
 from craig.usecases.ids import new_id
 
 log = structlog.get_logger(__name__)
 
-UPLOADED = "cases.contact_attachment_uploaded"
-UPLOAD_FAILED = "cases.contact_attachment_upload_failed"
-
 
 class UploadAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, HasOutbox, Protocol):
     """The unit of work :class:`UploadAttachment` uses."""
-
-
-class GetAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
-    """The unit of work :class:`GetAttachment` uses."""
-
-
-class ListAttachmentsWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
-    """The unit of work :class:`ListAttachments` uses."""
-
-
-def upload_failed_event(attachment_id: UUID, contact_id: UUID, reason: str, now: datetime) -> EventEnvelope:
-    return new_event(
-        source=EVENT_SOURCE,
-        type=UPLOAD_FAILED,
-        aggregate_type="contact_attachment",
-        aggregate_id=attachment_id,
-        payload={"attachment_id": str(attachment_id), "contact_id": str(contact_id), "reason": reason[:500]},
-        now=now,
-    )
-
-
-def _uploaded_event(attachment: Attachment, case_id: UUID, now: datetime) -> EventEnvelope:
-    return new_event(
-        source=EVENT_SOURCE,
-        type=UPLOADED,
-        aggregate_type="contact_attachment",
-        aggregate_id=attachment.id,
-        payload={
-            "attachment_id": str(attachment.id),
-            "contact_id": str(attachment.contact_id),
-            "case_id": str(case_id),
-            # No file name: events are stored in the outbox and inboxes unencrypted.
-            "file_size": attachment.file_size,
-        },
-        now=now,
-    )
 
 
 class UploadAttachment:
@@ -155,7 +112,7 @@ class UploadAttachment:
             earlier = await phase1.attachments.get(contact_id, draft.id) if attachment_id is not None else None
             if earlier is None:
                 attachment = await phase1.attachments.add(draft)
-                await stage_event(phase1, _uploaded_event(attachment, case_id, now))
+                await stage_event(phase1, uploaded_event(attachment, case_id, now))
                 await phase1.commit()
         if earlier is not None:
             if earlier.object_status is not ObjectStatus.PENDING:
@@ -239,51 +196,3 @@ def _settled(attachment: Attachment) -> Attachment:
             "upload the file again with a new Idempotency-Key"
         )
     return attachment
-
-
-class GetAttachment:
-    def __init__(self, uow: GetAttachmentWork) -> None:
-        self.uow = uow
-
-    async def __call__(self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID) -> Attachment:
-        async with self.uow:
-            await visible_contact(self.uow, principal, case_id, contact_id)
-            attachment = await self.uow.attachments.get(contact_id, attachment_id)
-        if attachment is None:
-            raise NotFound("attachment", attachment_id)
-        return attachment
-
-
-class ListAttachments:
-    """A contact's attachments, every status, oldest first."""
-
-    def __init__(self, uow: ListAttachmentsWork) -> None:
-        self.uow = uow
-
-    async def __call__(
-        self, principal: Principal, case_id: UUID, contact_id: UUID, page: PageRequest
-    ) -> Page[Attachment]:
-        async with self.uow:
-            await visible_contact(self.uow, principal, case_id, contact_id)
-            return await self.uow.attachments.list_for_contact(contact_id, page)
-
-
-class OpenAttachment:
-    """The attachment and its blob as a stream. ``NotFound`` unless it is ``present`` and its
-    blob exists. The database is not held while the blob streams."""
-
-    def __init__(self, uow: GetAttachmentWork, object_store: ObjectStore) -> None:
-        self.uow = uow
-        self.object_store = object_store
-
-    async def __call__(
-        self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID
-    ) -> tuple[Attachment, Download]:
-        attachment = await GetAttachment(self.uow)(principal, case_id, contact_id, attachment_id)
-        if not attachment.downloadable:
-            raise NotFound("attachment", attachment_id)
-        download = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
-        if download is None:
-            log.error("present attachment has no blob", attachment_id=str(attachment.id))
-            raise NotFound("attachment", attachment_id)
-        return attachment, download

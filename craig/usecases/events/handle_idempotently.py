@@ -26,13 +26,11 @@ from craig.domain.inbox import DeadLetter, RetryLater, RetryPolicy, after_failur
 from craig.ports.inbox import HasInbox, InboxRecord
 from craig.ports.messaging import EventHandler, NonRetryable
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.events.error_text import describe
 
 
 class InboxWork(UnitOfWork, HasInbox, Protocol):
     """The unit of work :func:`handle_idempotently` runs a handler in."""
-
-
-MAX_ERROR_LENGTH = 2000
 
 
 @attrs.frozen
@@ -64,10 +62,6 @@ class DeadLettered:
 
 
 InboxOutcome = Processed | AlreadyHandled | Retry | DeadLettered
-
-
-def describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
 
 
 async def handle_idempotently(

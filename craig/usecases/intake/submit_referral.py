@@ -1,12 +1,10 @@
-"""Public intake: a referral from anyone, without an account.
+"""Use case: public intake, a referral from anyone, without an account.
 
 In order, so the cheap refusals come first and no transaction waits on a third party:
 
-1. :class:`AdmitIntakeClient`, the per-client rate limit (its own short transaction, shared by
-   every instance). The request pipeline runs it first, before anything else of the request
-   and in particular before an ``Idempotency-Key`` claims a slot, so a refused request leaves
-   no row behind;
-2. :class:`SubmitReferral`: validation of the form;
+1. :class:`~craig.usecases.intake.admit_intake_client.AdmitIntakeClient`, the per-client rate
+   limit, already run by the request pipeline before this use case;
+2. validation of the form;
 3. the captcha, only when ``require_captcha`` (the provider is called outside any transaction);
 4. one transaction: score with the ``intake-triage`` rule set, store the referral with its
    personal details encrypted, and stage ``intake.referral_received`` (no personal details in
@@ -15,45 +13,31 @@ In order, so the cheap refusals come first and no transaction waits on a third p
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Protocol
 
 import attrs
 
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
-from craig.domain.errors import DomainError, Forbidden, InvalidInput
+from craig.domain.errors import Forbidden, InvalidInput
+from craig.domain.event_catalogue import REFERRAL_RECEIVED
 from craig.domain.events import EventEnvelope
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter, triage_facts, triaged
-from craig.domain.rate_limit import client_bucket
 from craig.domain.rules import Evaluation
 from craig.ports.captcha import CaptchaVerifier
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.outbox import HasOutbox
-from craig.ports.rate_limit import RateLimiter
 from craig.ports.rules import HasRuleSets
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.events import new_event, stage_event
+from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
-from craig.usecases.rule_cache import RuleSetCache
-from craig.usecases.rules import current_rule_set
-
-SOURCE = "craig-intake"
-REFERRAL_RECEIVED = "intake.referral_received"
+from craig.usecases.intake.policy import IntakePolicy
+from craig.usecases.rules.current_rule_set import current_rule_set
+from craig.usecases.rules.rule_cache import RuleSetCache
 
 
 class SubmitReferralWork(UnitOfWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
     """The unit of work :class:`SubmitReferral` uses."""
-
-
-class RateLimited(DomainError):
-    """Too many referrals from one client IP (HTTP 429 with ``Retry-After``)."""
-
-    code = "rate-limited"
-
-    def __init__(self, retry_after_seconds: int) -> None:
-        super().__init__(f"too many referrals from this address; retry after {retry_after_seconds} s")
-        self.retry_after_seconds = retry_after_seconds
 
 
 class CaptchaRequired(InvalidInput):
@@ -62,13 +46,6 @@ class CaptchaRequired(InvalidInput):
 
 class CaptchaRejected(Forbidden):
     code = "captcha-rejected"
-
-
-@attrs.frozen
-class IntakePolicy:
-    require_captcha: bool
-    rate_limit: int
-    rate_window: timedelta
 
 
 @attrs.frozen(kw_only=True)
@@ -83,23 +60,6 @@ class ReferralForm:
     concern: str
     location: str | None = None
     captcha_token: str | None = None
-
-
-class AdmitIntakeClient:
-    """Count one intake request against its client's budget: ``policy.rate_limit`` per
-    ``policy.rate_window`` per IPv4 address or IPv6 /64 (:func:`client_bucket`). Every attempt
-    counts, whatever becomes of it. Raises ``RateLimited`` past the budget (a refused attempt
-    consumes nothing), ``Unavailable`` when the limiter's storage is down."""
-
-    def __init__(self, limiter: RateLimiter, policy: IntakePolicy) -> None:
-        self.limiter = limiter
-        self.policy = policy
-
-    async def __call__(self, client_ip: str | None) -> None:
-        bucket = client_bucket("intake", client_ip)
-        decision = await self.limiter.hit(bucket, self.policy.rate_limit, self.policy.rate_window)
-        if not decision.allowed:
-            raise RateLimited(decision.retry_after_seconds)
 
 
 class SubmitReferral:
@@ -149,9 +109,7 @@ class SubmitReferral:
 
 def received_event(referral: Referral) -> EventEnvelope:
     return new_event(
-        source=SOURCE,
-        type=REFERRAL_RECEIVED,
-        aggregate_type="referral",
+        REFERRAL_RECEIVED,
         aggregate_id=referral.id,
         payload={
             "referral_id": str(referral.id),

@@ -1,4 +1,9 @@
-"""Making and staging events (seed: ``EventEnvelope::new`` and ``stage_event``)."""
+"""Making and staging events (seed: ``EventEnvelope::new`` and ``stage_event``).
+
+An event is made from its entry in the catalogue (:mod:`craig.domain.event_catalogue`), which
+gives it its type, source and aggregate type; the use case gives the aggregate's id and the
+payload the catalogue lists.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from craig.domain.event_catalogue import EventType
 from craig.domain.events import EventEnvelope
 from craig.ports.outbox import HasOutbox
 from craig.usecases.ids import new_id
 
 
 def new_event(
+    event: EventType,
     *,
-    source: str,
-    type: str,
-    aggregate_type: str,
     aggregate_id: UUID | str,
     payload: Mapping[str, Any],
     now: datetime,
@@ -25,11 +29,11 @@ def new_event(
 ) -> EventEnvelope:
     return EventEnvelope(
         id=new_id(),
-        source=source,
-        type=type,
+        source=event.source,
+        type=event.name,
         occurred_at=now,
         payload=dict(payload),
-        aggregate_type=aggregate_type,
+        aggregate_type=event.aggregate_type,
         aggregate_id=str(aggregate_id),
         correlation_id=correlation_id,
         causation_id=causation_id,

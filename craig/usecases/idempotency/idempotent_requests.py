@@ -32,7 +32,7 @@ import structlog
 from craig.domain import idempotency as model
 from craig.domain.constants import IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL
 from craig.domain.fingerprint import cache_key, fingerprint, validate_key
-from craig.domain.idempotency import ClaimLost, ClaimRequest, Slot, StoredResponse
+from craig.domain.idempotency import ClaimRequest, Mismatch, Replay, Slot
 from craig.ports.errors import PortError
 from craig.ports.idempotency import Claimed, ClaimOutcome, Existing, HasIdempotencySlots, IdempotencyStore
 from craig.ports.unit_of_work import UnitOfWork
@@ -40,28 +40,9 @@ from craig.usecases.ids import new_id
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["Busy", "ClaimLost", "IdempotentRequests", "Mismatch", "Proceed", "Replay", "validate_key"]
-
 
 class IdempotentRequestsWork(UnitOfWork, HasIdempotencySlots, Protocol):
     """The unit of work :class:`IdempotentRequests` uses."""
-
-
-@attrs.frozen
-class Proceed:
-    """Run the handler; finalize with this slot's token."""
-
-    slot: Slot
-
-
-@attrs.frozen
-class Replay:
-    response: StoredResponse
-
-
-@attrs.frozen
-class Mismatch:
-    """The key was used with a different body (422)."""
 
 
 @attrs.frozen
@@ -71,7 +52,12 @@ class Busy:
     retry_after_seconds: int
 
 
-Begin = Proceed | Replay | Mismatch | Busy
+#: What :meth:`IdempotentRequests.begin` decides: run the handler as the slot's owner
+#: (:class:`Claimed`: finalize with its slot's token), answer with the stored response
+#: (:class:`Replay`), refuse a different body under the same key (:class:`Mismatch`, 422), or
+#: give up waiting for the owner (:class:`Busy`). ``Claimed`` is the store's own outcome, and
+#: ``Replay`` and ``Mismatch`` the domain's decisions, passed on as they are.
+Begin = Claimed | Replay | Mismatch | Busy
 
 
 @attrs.frozen
@@ -108,12 +94,10 @@ class IdempotentRequests:
         outcome: ClaimOutcome = await self.store.try_claim(request, self.policy.claim_ttl)
         while True:
             if isinstance(outcome, Claimed):
-                return Proceed(outcome.slot)
+                return outcome
             decision = model.decide_claim(outcome.slot, request, outcome.now, self.policy.claim_ttl)
-            if isinstance(decision, model.Replay):
-                return Replay(decision.response)
-            if isinstance(decision, model.Mismatch):
-                return Mismatch()
+            if isinstance(decision, Replay | Mismatch):
+                return decision
             if isinstance(decision, model.Claim):
                 # Failed or dead while we looked: race the other waiters for it, atomically.
                 outcome = await self.store.try_claim(request, self.policy.claim_ttl)

@@ -16,10 +16,11 @@ from collections.abc import Callable
 
 import attrs
 
+from craig.domain.constants import OUTBOX_PUBLISH_CONCURRENCY
 from craig.domain.outbox import publish_backoff
 from craig.ports.messaging import Publisher
 from craig.ports.outbox import OutboxRecord, OutboxRelayStore, PublishFailure
-from craig.usecases.inbox import describe
+from craig.usecases.events.error_text import describe
 
 
 @attrs.frozen
@@ -37,7 +38,7 @@ class OutboxRelay:
         publisher: Publisher,
         *,
         batch_size: int,
-        concurrency: int = 64,
+        concurrency: int = OUTBOX_PUBLISH_CONCURRENCY,
         jitter: Callable[[], float] = random.random,
     ) -> None:
         self.store = store

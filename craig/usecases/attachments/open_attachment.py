@@ -1,0 +1,49 @@
+"""Use case: download an attachment.
+
+Only a ``present`` attachment is served: a ``pending`` one may still be writing and a
+``failed`` one did not pass verification, and both answer 404. The row is read in a short
+block; the blob then streams from the object store with no database transaction open.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+import structlog
+
+from craig.domain.access import Principal
+from craig.domain.attachments import Attachment
+from craig.domain.constants import ATTACHMENT_DOWNLOAD_CHUNK_BYTES
+from craig.domain.errors import NotFound
+from craig.ports.cases import HasAttachments, HasCases, HasContacts
+from craig.ports.object_store import Download, ObjectStore
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.attachments.get_attachment import GetAttachment
+
+log = structlog.get_logger(__name__)
+
+
+class OpenAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`OpenAttachment` uses (the row is read through :class:`GetAttachment`)."""
+
+
+class OpenAttachment:
+    """The attachment and its blob as a stream. ``NotFound`` unless it is ``present`` and its
+    blob exists. The database is not held while the blob streams."""
+
+    def __init__(self, uow: OpenAttachmentWork, object_store: ObjectStore) -> None:
+        self.uow = uow
+        self.object_store = object_store
+
+    async def __call__(
+        self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID
+    ) -> tuple[Attachment, Download]:
+        attachment = await GetAttachment(self.uow)(principal, case_id, contact_id, attachment_id)
+        if not attachment.downloadable:
+            raise NotFound("attachment", attachment_id)
+        download = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
+        if download is None:
+            log.error("present attachment has no blob", attachment_id=str(attachment.id))
+            raise NotFound("attachment", attachment_id)
+        return attachment, download

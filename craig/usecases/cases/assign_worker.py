@@ -1,0 +1,57 @@
+"""Use case: assign a case worker to a case."""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+from craig.domain.access import Principal, Role
+from craig.domain.cases import Case
+from craig.domain.event_catalogue import CASE_ASSIGNED
+from craig.ports.cases import HasCases
+from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.cases.visibility import visible_case
+from craig.usecases.events.staging import new_event, stage_event
+
+
+class AssignWorkerWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+    """The unit of work :class:`AssignWorker` uses."""
+
+
+class AssignWorker:
+    """Supervisors and admins assign a case worker to a case (idempotent).
+
+    Returns the case and whether the assignment is new; stages ``cases.case_assigned`` only then.
+    Raises ``Forbidden`` for other roles (before looking the case up) and ``NotFound``.
+    """
+
+    def __init__(self, uow: AssignWorkerWork, clock: Clock) -> None:
+        self.uow = uow
+        self.clock = clock
+
+    async def __call__(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
+        principal.require(Role.SUPERVISOR, Role.ADMIN)
+        async with self.uow:
+            case = await visible_case(self.uow, principal, case_id)
+            assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub)
+            if assigned:
+                await stage_event(
+                    self.uow,
+                    new_event(
+                        CASE_ASSIGNED,
+                        aggregate_id=case_id,
+                        payload={
+                            "case_id": str(case_id),
+                            "worker_sub": str(worker_sub),
+                            "assigned_by": str(principal.sub),
+                        },
+                        now=self.clock.now(),
+                    ),
+                )
+                case = attrs.evolve(case, assigned_workers=case.assigned_workers | {worker_sub})
+            await self.uow.commit()
+        return case, assigned

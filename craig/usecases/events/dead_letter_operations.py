@@ -1,0 +1,55 @@
+"""Operators' view of dead letters: list them, and replay them with a fresh retry budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+from uuid import UUID
+
+from craig.ports.inbox import HasInbox
+from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+from craig.ports.unit_of_work import UnitOfWork
+
+
+class DeadLetterOperationsWork(UnitOfWork, HasInbox, Protocol):
+    """The unit of work :class:`DeadLetterOperations` uses."""
+
+
+class DeadLetterOperations:
+    def __init__(self, dead_letters: DeadLetterQueue, uow_factory: Callable[[], DeadLetterOperationsWork]) -> None:
+        self.dead_letters = dead_letters
+        self.uow_factory = uow_factory
+
+    async def peek(self, limit: int) -> list[DeadLetterInfo]:
+        return await self.dead_letters.peek(limit)
+
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        progress: Callable[[int, int], None] = lambda _done, _total: None,
+    ) -> list[DeadLetterInfo]:
+        """Requeue dead letters (all, or those of ``event_ids``) in their original order; each
+        inbox row gets a fresh retry budget before its message goes back.
+
+        ``progress(done, total)`` is called before the first letter, after each letter's fresh
+        budget (just before its message goes back), and once at the end with the number
+        replayed as both figures. ``total`` is what there is to replay as far as is known
+        beforehand (the ids given, or the dead letters counted, at most ``limit``); it is never
+        below ``done``."""
+        total = min(limit, len(set(event_ids)) if event_ids is not None else await self.dead_letters.count())
+        done = 0
+        progress(done, total)
+
+        async def fresh_budget(letter: DeadLetterInfo) -> None:
+            nonlocal done
+            uow = self.uow_factory()
+            async with uow:
+                await uow.inbox.reset_for_replay(letter.consumer, letter.event_id)
+                await uow.commit()
+            done += 1
+            progress(done, max(total, done))
+
+        replayed = await self.dead_letters.replay(event_ids, limit, fresh_budget)
+        progress(len(replayed), len(replayed))
+        return replayed

@@ -1,0 +1,37 @@
+"""Use case: read one placement.
+
+A placement of a case the principal may not see answers 404 ``UnknownPlacement``, exactly like
+an unknown one (:mod:`craig.usecases.placements.visibility`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.placements import Placement, UnknownPlacement
+from craig.ports.cases import HasCases
+from craig.ports.placements import HasPlacements
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.placements.visibility import require_visible_case
+
+
+class GetPlacementWork(UnitOfWork, HasCases, HasPlacements, Protocol):
+    """The unit of work :class:`GetPlacement` uses."""
+
+
+class GetPlacement:
+    """One placement of a case the principal can see, else :class:`NotFound` (404)."""
+
+    def __init__(self, uow: GetPlacementWork) -> None:
+        self.uow = uow
+
+    async def __call__(self, principal: Principal, placement_id: UUID) -> Placement:
+        missing = UnknownPlacement(placement_id)
+        async with self.uow:
+            placement = await self.uow.placements.get(placement_id)
+            if placement is None:
+                raise missing
+            await require_visible_case(self.uow, principal, placement.case_id, missing)
+        return placement

@@ -1,0 +1,66 @@
+"""Use case: change a placement's status and/or move it to another home, row-locked.
+
+One change is one transaction, in one order: lock the placement (``SELECT … FOR UPDATE``), then
+the homes it touches (ascending id), validate through the pure decision
+(:func:`craig.domain.placement_changes.decide_change`), then write
+(:func:`craig.usecases.placements.writes.write_decision`) and commit. A deadlock or
+serialization failure reruns the whole transaction (:mod:`craig.usecases.transient_retry`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.placement_changes import PlacementPatch, decide_change, homes_to_lock
+from craig.domain.placements import Placement, UnknownFosterHome, UnknownPlacement
+from craig.ports.cases import HasCases
+from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
+from craig.ports.placements import HasFosterHomes, HasPlacements
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.placements.visibility import require_visible_case
+from craig.usecases.placements.writes import log_retry, write_decision
+from craig.usecases.transient_retry import TransientRetry, retry_transient
+
+
+class UpdatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+    """The unit of work :class:`UpdatePlacement` uses."""
+
+
+class UpdatePlacement:
+    """Change status (activate, end with a reason, cancel) and/or move to another home.
+
+    404 for an unknown or invisible placement or an unknown home; 409 for a transition the table
+    refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
+    a closed placement. A patch that changes nothing answers the placement unchanged."""
+
+    def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
+        self.uow = uow
+        self.clock = clock
+        self.retry = retry or TransientRetry()
+
+    async def __call__(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+        return await retry_transient(
+            lambda: self._attempt(principal, placement_id, patch), self.retry, on_retry=log_retry
+        )
+
+    async def _attempt(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+        missing = UnknownPlacement(placement_id)
+        async with self.uow:
+            current = await self.uow.placements.get_placement_for_update(placement_id)
+            if current is None:
+                raise missing
+            await require_visible_case(self.uow, principal, current.case_id, missing)
+            wanted = homes_to_lock(current, patch)
+            homes = await self.uow.foster_homes.get_foster_homes_for_update(wanted)
+            for home_id in wanted:
+                if home_id not in homes:
+                    raise UnknownFosterHome(home_id)
+            now = self.clock.now()
+            decision = decide_change(current, patch, homes, now)
+            if decision.changed:
+                await write_decision(self.uow, decision, new=False, now=now)
+            await self.uow.commit()
+        return decision.placement

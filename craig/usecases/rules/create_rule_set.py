@@ -1,0 +1,66 @@
+"""Use case: store a new version of a triage rule set.
+
+Creating a version follows the seed: commit the set and stage ``rules.cache_invalidated
+{instance_id}`` in the same transaction, then insert the set into this instance's own cache.
+Every other instance evicts the name when the event reaches it (:class:`EvictOnInvalidation`);
+an instance ignores its own event, its cache being current already.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from craig.domain.access import Principal, Role
+from craig.domain.event_catalogue import RULES_CACHE_INVALIDATED
+from craig.domain.rule_documents import parse_rules, validate_name
+from craig.domain.rules import RuleSet
+from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
+from craig.ports.rules import HasRuleSets
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.events.staging import new_event, stage_event
+from craig.usecases.rules.rule_cache import RuleSetCache
+
+
+class CreateRuleSetWork(UnitOfWork, HasOutbox, HasRuleSets, Protocol):
+    """The unit of work :class:`CreateRuleSet` uses."""
+
+
+class CreateRuleSet:
+    """Store a new version of a rule set (supervisors and admins) and tell the other instances."""
+
+    def __init__(self, uow: CreateRuleSetWork, cache: RuleSetCache, instance_id: str, clock: Clock) -> None:
+        self.uow = uow
+        self.cache = cache
+        self.instance_id = instance_id
+        self.clock = clock
+
+    async def __call__(self, principal: Principal, name: Any, document: Any) -> RuleSet:
+        principal.require(Role.SUPERVISOR, Role.ADMIN)
+        checked_name = validate_name(name)
+        rules = parse_rules(document)
+        now = self.clock.now()
+        async with self.uow:
+            version = await self.uow.rule_sets.add_version(checked_name, document, principal.sub, now)
+            await stage_event(
+                self.uow,
+                new_event(
+                    RULES_CACHE_INVALIDATED,
+                    aggregate_id=checked_name,
+                    payload={"instance_id": self.instance_id, "name": checked_name, "version": version},
+                    now=now,
+                ),
+            )
+            rule_set = RuleSet(
+                name=checked_name,
+                version=version,
+                rules=rules,
+                document=tuple(document),
+                created_by=principal.sub,
+                created_at=now,
+            )
+            # Only a committed version may enter the cache: with the idempotency layer holding
+            # the commit, a failed finalize rolls the version back after this method returned.
+            self.uow.after_commit(lambda: self.cache.insert(rule_set))
+            await self.uow.commit()
+        return rule_set
