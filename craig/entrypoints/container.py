@@ -47,7 +47,7 @@ from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.rate_limit import PostgresRateLimiter
-from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue, listener_job_wake
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
@@ -284,7 +284,12 @@ class Container(containers.DeclarativeContainer):
             uow_factory=uow.provider,
             wake=providers.Factory(memory_job_wake, memory_database),
         ),
-        postgres=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
+        postgres=providers.Factory(
+            PostgresSendJobQueue,
+            database=postgres,
+            cipher=field_cipher,
+            wake=providers.Factory(listener_job_wake, listener),
+        ),
     )
     # The send-job worker's use cases; its scheduler is made in craig/entrypoints/workers/send_jobs.py.
     dispatch_send_job = providers.Factory(DispatchSendJob, gateway=partner_gateway, clock=clock, policy=send_policy)

@@ -22,7 +22,7 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
-from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue, listener_job_wake
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
 from craig.entrypoints.container import LISTEN_CHANNELS
@@ -75,7 +75,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
         if listener.connected:
             break
         await asyncio.sleep(0.02)
-    queue = PostgresSendJobQueue(db, TEST_CIPHER, listener)
+    queue = PostgresSendJobQueue(db, TEST_CIPHER, listener_job_wake(listener))
     try:
         yield Backend(
             kind="postgres",
