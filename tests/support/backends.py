@@ -25,7 +25,7 @@ from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue, listener_job_wake
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
-from craig.entrypoints.container import LISTEN_CHANNELS
+from craig.entrypoints.profiles.postgres import LISTEN_CHANNELS
 from craig.ports.exchange import SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.ciphers import TEST_CIPHER
