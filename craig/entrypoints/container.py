@@ -1,51 +1,36 @@
 """The one composition root (dependency-injector).
 
 The HTTP app, the workers and the CLI are all built from :class:`Container`. A profile picks a
-whole adapter set once, in :data:`PROFILES` (the only place that maps a profile to anything):
+whole adapter set once, in :data:`PROFILES`, the only place that maps a profile to anything: the
+sets (memory, embedded, production) are in :mod:`craig.entrypoints.profiles` and provide the
+same names (the unit of work, the stores, the bus, the object store, the resources that start
+and stop them, the health checks). The root receives the chosen set as ``adapters`` and builds
+the policies (:mod:`craig.entrypoints.policies`), the use cases, one block per feature area,
+and what the background loops run (:mod:`craig.entrypoints.background`) from it.
 
-========== ========================================= ================= ===================
-profile    database                                  broker            object store
-========== ========================================= ================= ===================
-memory     MemoryDatabase                            in-process bus    memory
-embedded   PostgreSQL 18 run by Craig, migrated      in-process bus    local filesystem
-production PostgreSQL (CRAIG_DATABASE__URL), checked RabbitMQ          S3 / MinIO
-========== ========================================= ================= ===================
-
-The adapter sets live in :mod:`craig.entrypoints.profiles`; each provides the same names (the
-unit of work, the stores, the bus, the object store, the resources that start and stop them,
-the health checks). The root receives the chosen set as ``adapters`` and builds the policies
-(:mod:`craig.entrypoints.policies`) and the use cases from it. Use cases receive their ports
-through their constructors. Those that run in a request's transaction are factories called with
-it (``container.open_case(uow=request_uow)``); the HTTP adapter does that in
-:mod:`craig.entrypoints.http.use_cases`, so no route sees the container.
-
-:func:`build_container` also shows the set's providers under their own names
-(``container.object_store`` is the set's provider itself), so a test that overrides one swaps
-the adapter for everything that uses it: the use cases, the startup resources, the health
-checks.
+Use cases receive their ports through their constructors. Those that run in a request's
+transaction are factories called with it (``container.open_case(uow=request_uow)``); the HTTP
+adapter does that in :mod:`craig.entrypoints.http.use_cases`, so no route sees the container.
+:func:`build_container` shows the set's providers under their own names (``container.object_store``
+is the set's provider itself), so a test that overrides one swaps the adapter for everything that
+uses it: the use cases, the startup resources, the health checks.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import attrs
 from dependency_injector import containers, providers
 
 from craig.adapters.clock import SystemClock
 from craig.adapters.partners.http import HttpPartnerGateway
-from craig.domain.constants import (
-    INBOX_BROADCAST_RETENTION,
-    INTAKE_RATE_LIMIT_RETENTION,
-    KEY_ROTATION_BATCH_SIZE,
-    PURGE_BATCH_SIZE,
-)
+from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
+from craig.entrypoints.background import Background
 from craig.entrypoints.policies import Policies
-from craig.entrypoints.profiles import EmbeddedAdapters, MemoryAdapters, ProductionAdapters
+from craig.entrypoints.profiles import EmbeddedAdapters, MemoryAdapters, ProductionAdapters, ProfileWiring, as_given
 from craig.entrypoints.secrets import with_dev_secrets
 from craig.entrypoints.security_wiring import (
     captcha_from,
@@ -54,10 +39,8 @@ from craig.entrypoints.security_wiring import (
     field_encryptor_from,
 )
 from craig.entrypoints.settings import Profile, Settings
-from craig.ports.messaging import Subscription
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
-from craig.usecases.cleanup import PurgeExpired, Retention
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 from craig.usecases.dead_letters import DeadLetterOperations
 from craig.usecases.dispatch_send_job import DispatchSendJob
@@ -83,7 +66,6 @@ from craig.usecases.placements import (
     UpdatePlacement,
 )
 from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
-from craig.usecases.relay import OutboxRelay
 from craig.usecases.reserve_send_slot import ReserveSendSlot
 from craig.usecases.rotate_keys import RotateKeys
 from craig.usecases.rule_cache import RuleSetCache
@@ -93,10 +75,6 @@ from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
 
 def _instance_id(settings: Settings) -> str:
     return settings.instance_id or f"craig-{uuid.uuid4().hex[:12]}"
-
-
-def _broadcast_consumers(subscriptions: list[Subscription]) -> list[str]:
-    return [s.consumer for s in subscriptions if s.broadcast]
 
 
 class Container(containers.DeclarativeContainer):
@@ -134,8 +112,7 @@ class Container(containers.DeclarativeContainer):
     # --- idempotent writes ----------------------------------------------------------------------
     idempotent_requests = providers.Factory(IdempotentRequests, idempotency_store, policies.idempotency)
 
-    # --- events: relay, subscriptions (the one list to extend), dead letters ---------------------
-    outbox_relay = providers.Factory(OutboxRelay, outbox_relay_store, event_bus, batch_size=policies.outbox_batch_size)
+    # --- events: the relay's schedule, the inbox's redeliveries, dead letters --------------------
     outbox_poll_interval = policies.outbox_poll_interval
     inbox_retry_policy = policies.inbox_retry
     dead_letter_operations = providers.Factory(
@@ -226,62 +203,21 @@ class Container(containers.DeclarativeContainer):
         batch_size=KEY_ROTATION_BATCH_SIZE,
     )
 
-    # --- event subscriptions: every consumer this deployment runs (the one list to extend) --------
-    subscriptions = providers.List(
-        # rules.cache_invalidated, broadcast to every instance; the cache is dropped whenever the
-        # subscription (re)connects, as invalidations sent meanwhile are lost to this instance
-        providers.Factory(
-            Subscription,
-            consumer="rules-cache",
-            event_types=("rules.cache_invalidated",),
-            handler=evict_rule_cache,
-            broadcast=True,
-            on_connected=evict_rule_cache.provided.subscribed,
-        ),
+    # --- the background loops: relay, subscriptions, cleanup (craig/entrypoints/background.py) ------
+    background = providers.Container(
+        Background,
+        idempotency_store=idempotency_store,
+        outbox_relay_store=outbox_relay_store,
+        inbox_store=inbox_store,
+        rate_limiter=rate_limiter,
+        event_bus=event_bus,
+        purge_delivered_transactions=purge_delivered_transactions,
+        evict_rule_cache=evict_rule_cache,
+        policies=policies,
     )
-
-    # --- cleanup: what the cleanup loop purges, and after how long (the one list to extend) -------
-    purge_expired = providers.Factory(
-        PurgeExpired,
-        retentions=providers.List(
-            providers.Factory(
-                Retention, "idempotency", idempotency_store.provided.purge, policies.idempotency_retention
-            ),
-            providers.Factory(
-                Retention, "outbox", outbox_relay_store.provided.purge_published, policies.outbox_retention
-            ),
-            providers.Factory(Retention, "inbox", inbox_store.provided.purge_processed, policies.inbox_retention),
-            # Inbox rows left under the per-instance keys of the broadcast subscriptions.
-            providers.Factory(
-                Retention,
-                "broadcast inbox",
-                providers.Callable(
-                    functools.partial,
-                    inbox_store.provided.purge_broadcast,
-                    providers.Callable(_broadcast_consumers, subscriptions),
-                ),
-                INBOX_BROADCAST_RETENTION,
-            ),
-            providers.Factory(
-                Retention, "intake rate limits", rate_limiter.provided.purge_idle, INTAKE_RATE_LIMIT_RETENTION
-            ),
-            providers.Factory(Retention, "exchange", purge_delivered_transactions, policies.exchange_retention),
-        ),
-        batch_size=PURGE_BATCH_SIZE,
-    )
-
-
-@attrs.frozen
-class ProfileWiring:
-    """What a profile decides: its adapter set, and how it completes the settings before the
-    container is built (development secrets, or the settings as given)."""
-
-    adapters: type[containers.DeclarativeContainer]
-    complete_settings: Callable[[Settings], Settings]
-
-
-def _as_given(settings: Settings) -> Settings:
-    return settings
+    outbox_relay = background.outbox_relay
+    subscriptions = background.subscriptions
+    purge_expired = background.purge_expired
 
 
 #: The only place that maps a profile to anything.
@@ -289,7 +225,7 @@ PROFILES: Mapping[Profile, ProfileWiring] = {
     Profile.MEMORY: ProfileWiring(MemoryAdapters, with_dev_secrets),
     Profile.EMBEDDED: ProfileWiring(EmbeddedAdapters, with_dev_secrets),
     # Production must supply its own secrets: startup refuses when they are missing.
-    Profile.PRODUCTION: ProfileWiring(ProductionAdapters, _as_given),
+    Profile.PRODUCTION: ProfileWiring(ProductionAdapters, as_given),
 }
 
 

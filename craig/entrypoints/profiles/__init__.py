@@ -14,8 +14,28 @@ Which profile gets which set is decided in one place: ``PROFILES`` in
 :mod:`craig.entrypoints.container`.
 """
 
+from collections.abc import Callable
+
+import attrs
+from dependency_injector import containers
+
 from craig.entrypoints.profiles.embedded import EmbeddedAdapters
 from craig.entrypoints.profiles.memory import MemoryAdapters
 from craig.entrypoints.profiles.production import ProductionAdapters
+from craig.entrypoints.settings import Settings
 
-__all__ = ["EmbeddedAdapters", "MemoryAdapters", "ProductionAdapters"]
+__all__ = ["EmbeddedAdapters", "MemoryAdapters", "ProductionAdapters", "ProfileWiring", "as_given"]
+
+
+@attrs.frozen
+class ProfileWiring:
+    """What a profile decides: its adapter set, and how it completes the settings before the
+    container is built (development secrets, or the settings as given)."""
+
+    adapters: type[containers.DeclarativeContainer]
+    complete_settings: Callable[[Settings], Settings]
+
+
+def as_given(settings: Settings) -> Settings:
+    """The settings step of a profile that must be given everything (production)."""
+    return settings
