@@ -47,7 +47,7 @@ from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.migrations import upgrade_to_head
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.raw import DedicatedConnection, RawStatement
-from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue, listener_job_wake
 from craig.adapters.postgres.send_jobs import ADD, add_params
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL
@@ -166,7 +166,7 @@ async def _craig_workers(
         if outcome == "sent":
             done[0] += 1
 
-    queues = [PostgresSendJobQueue(database, BENCH_CIPHER, listener) for _ in range(count)]
+    queues = [PostgresSendJobQueue(database, BENCH_CIPHER, listener_job_wake(listener)) for _ in range(count)]
     # Open each worker's connection before the clock starts, as pgqueuer's are (statements are
     # still prepared on first use, inside the measurement, as pgqueuer's are).
     await asyncio.gather(*(q.connect() for q in queues))

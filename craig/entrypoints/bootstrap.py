@@ -6,18 +6,19 @@ from collections.abc import Mapping
 
 import attrs
 
-from craig.entrypoints.container import Container, build_container
+from craig.entrypoints.container import Container, build_container, complete_settings
 from craig.entrypoints.logging import configure_logging
-from craig.entrypoints.secrets import DEV_SECRET_FILES, dev_secret_path, with_dev_secrets
+from craig.entrypoints.secrets import DEV_SECRET_FILES, dev_secret_path
 from craig.entrypoints.settings import Loaded, Settings, Source, read_environment, settable, validate
 
 
 def prepare(environ: Mapping[str, str] | None = None) -> Loaded:
-    """The settings in force (development secrets filled in), validated, and where each came from."""
+    """The settings in force (as the profile completes them: development secrets filled in for
+    memory and embedded), validated, and where each came from."""
     loaded = read_environment(environ)
     validate(loaded.settings)
     configure_logging(loaded.settings.log_level, loaded.settings.log_json)
-    settings = with_dev_secrets(loaded.settings)
+    settings = complete_settings(loaded.settings)
     validate(settings)
     known = settable()
     generated = {

@@ -1,89 +1,75 @@
 """The one composition root (dependency-injector).
 
-The HTTP app, the workers and the CLI are all built from :class:`Container`. Each port has one
-provider, and a ``Selector`` on the profile picks a whole adapter set:
-
-========== ================================ ================= ======================
-profile    database                         broker            object store
-========== ================================ ================= ======================
-memory     MemoryDatabase                   in-process bus    memory
-embedded   PostgreSQL 18 run by Craig       in-process bus    local filesystem
-production PostgreSQL (CRAIG_DATABASE__URL) RabbitMQ          S3 / MinIO
-========== ================================ ================= ======================
+The HTTP app, the workers and the CLI are all built from :class:`Container`. A profile picks a
+whole adapter set once, in :data:`PROFILES`, the only place that maps a profile to anything: the
+sets (memory, embedded, production) are in :mod:`craig.entrypoints.profiles` and provide the
+same names (the unit of work, the stores, the bus, the object store, the resources that start
+and stop them, the health checks). The root receives the chosen set as ``adapters`` and builds
+the policies (:mod:`craig.entrypoints.policies`), the use cases, one block per feature area,
+and what the background loops run (:mod:`craig.entrypoints.background`) from it.
 
 Use cases receive their ports through their constructors. Those that run in a request's
 transaction are factories called with it (``container.open_case(uow=request_uow)``); the HTTP
 adapter does that in :mod:`craig.entrypoints.http.use_cases`, so no route sees the container.
-Tests override providers.
+:func:`build_container` shows the set's providers under their own names (``container.object_store``
+is the set's provider itself), so a test that overrides one swaps the adapter for everything that
+uses it: the use cases, the startup resources, the health checks.
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from collections.abc import Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
 
 from craig.adapters.clock import SystemClock
-from craig.adapters.inprocess.bus import InboxDeadLetters, InboxUnroutedEvents, InProcessBus
-from craig.adapters.memory.database import MemoryDatabase
-from craig.adapters.memory.exchange import memory_job_wake
-from craig.adapters.memory.idempotency import MemoryIdempotencyStore
-from craig.adapters.memory.inbox import MemoryInboxStore
-from craig.adapters.memory.key_rotation import MemoryEncryptedColumnStore
-from craig.adapters.memory.object_store import MemoryObjectStore
-from craig.adapters.memory.outbox import MemoryOutboxRelayStore
-from craig.adapters.memory.rate_limit import MemoryRateLimiter
-from craig.adapters.memory.uow import MemoryUnitOfWork
-from craig.adapters.objectstore.filesystem import FilesystemObjectStore
-from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.adapters.partners.http import HttpPartnerGateway
-from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.embedded import EmbeddedPostgres
-from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
-from craig.adapters.postgres.inbox import PostgresInboxStore
-from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
-from craig.adapters.postgres.notify import PostgresListener
-from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
-from craig.adapters.postgres.rate_limit import PostgresRateLimiter
-from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
-from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.adapters.rabbit.bus import RabbitEventBus
-from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
-from craig.adapters.rabbit.unrouted import RabbitUnroutedEvents
-from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQueue
-from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
 from craig.entrypoints.audit_wiring import AuditContainer
+from craig.entrypoints.background import Background
+from craig.entrypoints.policies import Policies
+from craig.entrypoints.profiles import EmbeddedAdapters, MemoryAdapters, ProductionAdapters, ProfileWiring, as_given
+from craig.entrypoints.secrets import with_dev_secrets
 from craig.entrypoints.security_wiring import (
     captcha_from,
     encrypted_columns,
     field_cipher_from,
     field_encryptor_from,
-    intake_policy_from,
 )
-from craig.entrypoints.settings import Settings
-from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.entrypoints.settings import Profile, Settings
+from craig.usecases.attachments import (
+    REGISTERED_TABLES,
+    AttachmentScanner,
+    GetAttachment,
+    ListAttachments,
+    OpenAttachment,
+    UploadAttachment,
+)
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
-from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
-from craig.usecases.contacts import GetContact, ListContacts, RecordContact
-from craig.usecases.dead_letters import DeadLetterOperations
-from craig.usecases.dispatch_send_job import DispatchSendJob
+from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, OpenCase, RecordContact
+from craig.usecases.events import DeadLetterOperations
 from craig.usecases.exchange import (
+    DispatchSendJob,
     GetTransaction,
+    GiveBackSendJobs,
     ListPartners,
     PurgeDeliveredTransactions,
+    ReadPartnerRecords,
+    RecoverExpiredSendJobs,
     RegisterPartner,
+    ReserveSendSlot,
     RetrySendJob,
     SendJobBacklog,
+    ShowPartner,
     StartTransaction,
 )
-from craig.usecases.give_back_send_jobs import GiveBackSendJobs
+from craig.usecases.idempotency import IdempotentRequests
 from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
-from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
+from craig.usecases.operations import RotateKeys
 from craig.usecases.placements import (
     CreateFosterHome,
     CreatePlacement,
@@ -92,34 +78,14 @@ from craig.usecases.placements import (
     ListFosterHomes,
     UpdatePlacement,
 )
-from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
-from craig.usecases.reserve_send_slot import ReserveSendSlot
-from craig.usecases.rotate_keys import RotateKeys
-from craig.usecases.rule_cache import RuleSetCache
-from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, EvictOnInvalidation, GetRuleSet, ListRuleSets
-from craig.usecases.scan_attachments import REGISTERED_TABLES, AttachmentScanner
-from craig.usecases.send_policy import SendPolicy
-
-EMBEDDED_DATABASE = "craig"
-LISTEN_CHANNELS = ("craig_outbox", "craig_idempotency", SEND_JOBS_CHANNEL)
-
-
-def _profile(settings: Settings) -> str:
-    return settings.profile.value
-
-
-def _embedded_url(server: EmbeddedPostgres) -> str:
-    return server.url(EMBEDDED_DATABASE)
-
-
-def _by_storage(profile: Any, *, memory: Any, postgres: Any) -> providers.Selector[Any]:
-    """The memory adapter, or the PostgreSQL one for both profiles that use PostgreSQL."""
-    return providers.Selector(profile, memory=memory, embedded=postgres, production=postgres)
-
-
-def _by_broker(profile: Any, *, inprocess: Any, rabbit: Any) -> providers.Selector[Any]:
-    """The in-process bus's adapter (memory, embedded), or RabbitMQ's (production)."""
-    return providers.Selector(profile, memory=inprocess, embedded=inprocess, production=rabbit)
+from craig.usecases.rules import (
+    CreateRuleSet,
+    EvaluateRuleSet,
+    EvictOnInvalidation,
+    GetRuleSet,
+    ListRuleSets,
+    RuleSetCache,
+)
 
 
 def _instance_id(settings: Settings) -> str:
@@ -128,104 +94,48 @@ def _instance_id(settings: Settings) -> str:
 
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
-    profile = providers.Callable(_profile, settings)
     instance_id = providers.Singleton(_instance_id, settings)
     clock = providers.Singleton(SystemClock)
     # encryption_mode + CRAIG_FIELD_ENCRYPTION_KEY: AES-256-GCM key ring, or plaintext
     # only when the mode is optional and no key is set.
     field_encryptor = providers.Singleton(field_encryptor_from, settings)
     field_cipher = providers.Singleton(field_cipher_from, field_encryptor, settings)
+    policies = providers.Container(Policies, settings=settings)
 
-    # --- database ---------------------------------------------------------------------------
-    memory_database = providers.Singleton(MemoryDatabase, clock=clock)
-    embedded_postgres = providers.Singleton(
-        EmbeddedPostgres,
-        data_dir=providers.Callable(lambda s: s.data_dir / "pg", settings),
-        port=settings.provided.database.embedded_port,
-    )
-    database_url = providers.Selector(
-        profile,
-        memory=providers.Object(""),
-        embedded=providers.Callable(_embedded_url, embedded_postgres),
-        production=settings.provided.database.url,
-    )
-    postgres = providers.Singleton(
-        PostgresDatabase,
-        url=database_url,
-        pool_size=settings.provided.database.pool_size,
-        max_overflow=settings.provided.database.max_overflow,
-        statement_timeout_ms=settings.provided.database.statement_timeout_ms,
-    )
-    listener = providers.Singleton(PostgresListener, url=database_url, channels=LISTEN_CHANNELS)
+    # --- the profile's adapter set (craig/entrypoints/profiles/), chosen in build_container ------
+    adapters = providers.DependenciesContainer()
+    uow = adapters.uow
+    idempotency_store = adapters.idempotency_store
+    outbox_relay_store = adapters.outbox_relay_store
+    inbox_store = adapters.inbox_store
+    event_bus = adapters.event_bus
+    dead_letters = adapters.dead_letters
+    unrouted_events = adapters.unrouted_events
+    object_store = adapters.object_store
+    rate_limiter = adapters.rate_limiter
+    encrypted_column_store = adapters.encrypted_column_store
+    send_job_queue = adapters.send_job_queue
+    #: The database's URL, None when there is no database (memory).
+    database_url = adapters.database_url
+    # Starting and stopping (craig.entrypoints.runtime starts them in this order).
+    database_running = adapters.database_running
+    listener_running = adapters.listener_running
+    object_store_running = adapters.object_store_running
+    broker_running = adapters.broker_running
+    health_checks = adapters.health_checks
 
-    uow = _by_storage(
-        profile,
-        memory=providers.Factory(MemoryUnitOfWork, db=memory_database, cipher=field_cipher),
-        postgres=providers.Factory(PostgresUnitOfWork, database=postgres, cipher=field_cipher),
-    )
-    idempotency_store = _by_storage(
-        profile,
-        memory=providers.Singleton(MemoryIdempotencyStore, db=memory_database, cipher=field_cipher),
-        postgres=providers.Singleton(
-            PostgresIdempotencyStore, database=postgres, cipher=field_cipher, listener=listener
-        ),
-    )
-    outbox_relay_store = _by_storage(
-        profile,
-        memory=providers.Singleton(MemoryOutboxRelayStore, db=memory_database),
-        postgres=providers.Singleton(PostgresOutboxRelayStore, database=postgres, listener=listener),
-    )
+    # --- idempotent writes ----------------------------------------------------------------------
+    idempotent_requests = providers.Factory(IdempotentRequests, idempotency_store, policies.idempotency)
 
-    # --- events: inbox, bus, dead letters (issue 4) -------------------------------------------
-    inbox_store = _by_storage(
-        profile,
-        memory=providers.Singleton(MemoryInboxStore, db=memory_database),
-        postgres=providers.Singleton(PostgresInboxStore, database=postgres),
-    )
-    event_bus = _by_broker(
-        profile,
-        inprocess=providers.Singleton(InProcessBus, inbox=inbox_store, instance_id=instance_id),
-        rabbit=providers.Singleton(
-            RabbitEventBus,
-            url=settings.provided.broker.url,
-            events_exchange=settings.provided.broker.events_exchange,
-            dlx_exchange=settings.provided.broker.dlx_exchange,
-            queue_prefix=settings.provided.broker.queue_prefix,
-            instance_id=instance_id,
-        ),
-    )
-    dead_letters = _by_broker(
-        profile,
-        inprocess=providers.Singleton(InboxDeadLetters, inbox=inbox_store),
-        rabbit=providers.Singleton(RabbitDeadLetters, bus=event_bus),
-    )
+    # --- events: the relay's schedule, the inbox's redeliveries, dead letters --------------------
+    outbox_poll_interval = policies.outbox_poll_interval
+    inbox_retry_policy = policies.inbox_retry
     dead_letter_operations = providers.Factory(
         DeadLetterOperations, dead_letters=dead_letters, uow_factory=uow.provider
     )
-    unrouted_events = _by_broker(
-        profile,
-        inprocess=providers.Singleton(InboxUnroutedEvents, inbox=inbox_store),
-        rabbit=providers.Singleton(RabbitUnroutedEvents, bus=event_bus),
-    )
 
-    # --- cases, contacts, attachments (issue 5) --------------------------------------------
-    object_store = providers.Selector(
-        profile,
-        memory=providers.Singleton(MemoryObjectStore, clock=clock),
-        embedded=providers.Singleton(
-            FilesystemObjectStore, root=providers.Callable(lambda s: s.data_dir / "objects", settings)
-        ),
-        production=providers.Singleton(
-            MinioObjectStore,
-            endpoint=settings.provided.object_store.endpoint,
-            access_key=settings.provided.object_store.access_key,
-            secret_key=settings.provided.object_store.secret_key,
-            bucket=settings.provided.object_store.bucket,
-            secure=settings.provided.object_store.secure,
-            region=settings.provided.object_store.region,
-        ),
-    )
-    upload_validation = providers.Singleton(UploadValidation, max_bytes=settings.provided.attachments.max_bytes)
+    # --- cases, contacts, attachments -----------------------------------------------------------
+    upload_validation = policies.upload_validation
     # Each is called with the request's unit of work: ``container.open_case(uow=uow)``.
     open_case = providers.Factory(OpenCase, clock=clock)
     get_case = providers.Factory(GetCase)
@@ -246,10 +156,12 @@ class Container(containers.DeclarativeContainer):
         object_store=object_store,
         uow_factory=uow.provider,
         clock=clock,
-        grace=providers.Callable(lambda s: timedelta(seconds=s.attachments.scan_grace_seconds), settings),
+        grace=policies.attachment_scan_grace,
         tables=providers.Object(REGISTERED_TABLES),
     )
-    # --- foster homes and placements (issue 6) ------------------------------------------------
+    attachment_scan_interval = policies.attachment_scan_interval
+
+    # --- foster homes and placements --------------------------------------------------------------
     # Each is called with the request's unit of work: ``container.update_placement(uow=uow)``.
     create_foster_home = providers.Factory(CreateFosterHome, clock=clock)
     get_foster_home = providers.Factory(GetFosterHome)
@@ -257,7 +169,8 @@ class Container(containers.DeclarativeContainer):
     create_placement = providers.Factory(CreatePlacement, clock=clock)
     get_placement = providers.Factory(GetPlacement)
     update_placement = providers.Factory(UpdatePlacement, clock=clock)
-    # --- partner exchange (issue 7) -----------------------------------------------------------
+
+    # --- partner exchange ---------------------------------------------------------------------------
     partner_gateway = providers.Singleton(
         HttpPartnerGateway,
         connect_timeout_seconds=settings.provided.exchange.connect_timeout_seconds,
@@ -274,21 +187,7 @@ class Container(containers.DeclarativeContainer):
     retry_send_job = providers.Factory(RetrySendJob)
     send_job_backlog = providers.Factory(SendJobBacklog, uow=uow)
     purge_delivered_transactions = providers.Factory(PurgeDeliveredTransactions, uow_factory=uow.provider)
-    send_policy = providers.Factory(
-        SendPolicy,
-        lease=providers.Callable(lambda s: timedelta(seconds=s.exchange.lease_seconds), settings),
-        max_concurrency=settings.provided.exchange.max_concurrency,
-        prefetch=settings.provided.exchange.prefetch,
-    )
-    send_job_queue = _by_storage(
-        profile,
-        memory=providers.Factory(
-            UnitOfWorkSendJobQueue,
-            uow_factory=uow.provider,
-            wake=providers.Factory(memory_job_wake, memory_database),
-        ),
-        postgres=providers.Factory(PostgresSendJobQueue, database=postgres, cipher=field_cipher, listener=listener),
-    )
+    send_policy = policies.send
     # The send-job worker's use cases; its scheduler is made in craig/entrypoints/workers/send_jobs.py.
     dispatch_send_job = providers.Factory(DispatchSendJob, gateway=partner_gateway, clock=clock, policy=send_policy)
     recover_expired_send_jobs = providers.Factory(
@@ -297,18 +196,11 @@ class Container(containers.DeclarativeContainer):
     give_back_send_jobs = providers.Factory(GiveBackSendJobs, uow_factory=uow.provider)
     reserve_send_slot = providers.Factory(ReserveSendSlot, uow_factory=uow.provider, policy=send_policy)
     send_outcome_observer = providers.Object(metrics.observe_send_outcome)
-    # --- intake, rule sets, field encryption (issue 8) --------------------------------------
+
+    # --- intake, rule sets, field encryption ------------------------------------------------------
     captcha = providers.Singleton(captcha_from, settings)
-    rate_limiter = _by_storage(
-        profile,
-        memory=providers.Singleton(MemoryRateLimiter, db=memory_database),
-        postgres=providers.Singleton(PostgresRateLimiter, database=postgres),
-    )
-    rule_cache = providers.Singleton(
-        RuleSetCache,
-        max_age=providers.Callable(lambda s: timedelta(seconds=s.rules.cache_max_age_seconds), settings),
-    )
-    intake_policy = providers.Singleton(intake_policy_from, settings)
+    rule_cache = providers.Singleton(RuleSetCache, max_age=policies.rule_cache_max_age)
+    intake_policy = policies.intake
     admit_intake_client = providers.Factory(AdmitIntakeClient, limiter=rate_limiter, policy=intake_policy)
     submit_referral = providers.Factory(
         SubmitReferral, captcha=captcha, cache=rule_cache, clock=clock, policy=intake_policy
@@ -318,11 +210,6 @@ class Container(containers.DeclarativeContainer):
     list_rule_sets = providers.Factory(ListRuleSets)
     evaluate_rule_set = providers.Factory(EvaluateRuleSet, cache=rule_cache)
     evict_rule_cache = providers.Singleton(EvictOnInvalidation, cache=rule_cache, instance_id=instance_id)
-    encrypted_column_store = _by_storage(
-        profile,
-        memory=providers.Singleton(MemoryEncryptedColumnStore, db=memory_database),
-        postgres=providers.Singleton(PostgresEncryptedColumnStore, database=postgres),
-    )
     rotate_keys = providers.Factory(
         RotateKeys,
         store=encrypted_column_store,
@@ -334,11 +221,52 @@ class Container(containers.DeclarativeContainer):
     list_audit_entries = providers.Factory(ListAuditEntries)
     show_case_history = providers.Factory(ShowCaseHistory)
     # audit trail (craig/entrypoints/audit_wiring.py)
-    audit = providers.Container(
-        AuditContainer, profile=profile, memory_database=memory_database, postgres=postgres, clock=clock
+    audit_chain_store = adapters.audit_chain_store
+    audit = providers.Container(AuditContainer, store=audit_chain_store, clock=clock)
+
+    # --- the background loops: relay, subscriptions, cleanup (craig/entrypoints/background.py) ------
+    background = providers.Container(
+        Background,
+        idempotency_store=idempotency_store,
+        outbox_relay_store=outbox_relay_store,
+        inbox_store=inbox_store,
+        rate_limiter=rate_limiter,
+        event_bus=event_bus,
+        purge_delivered_transactions=purge_delivered_transactions,
+        evict_rule_cache=evict_rule_cache,
+        purge_audit=audit.purge_expired,
+        policies=policies,
     )
+    outbox_relay = background.outbox_relay
+    subscriptions = background.subscriptions
+    purge_expired = background.purge_expired
 
 
-def build_container(settings: Settings) -> Container:
+#: The only place that maps a profile to anything.
+PROFILES: Mapping[Profile, ProfileWiring] = {
+    Profile.MEMORY: ProfileWiring(MemoryAdapters, with_dev_secrets),
+    Profile.EMBEDDED: ProfileWiring(EmbeddedAdapters, with_dev_secrets),
+    # Production must supply its own secrets: startup refuses when they are missing.
+    Profile.PRODUCTION: ProfileWiring(ProductionAdapters, as_given),
+}
+
+
+def complete_settings(settings: Settings) -> Settings:
+    """The settings as the profile completes them (development secrets for memory/embedded)."""
+    return PROFILES[settings.profile].complete_settings(settings)
+
+
+def build_container(settings: Settings, adapters: type[containers.DeclarativeContainer] | None = None) -> Container:
+    """The root for ``settings``, on the profile's adapter set (or ``adapters``, a test's)."""
     container = Container(settings=settings)
+    chosen: Any = (adapters or PROFILES[settings.profile].adapters)(
+        settings=container.settings,
+        clock=container.clock,
+        cipher=container.field_cipher,
+        instance_id=container.instance_id,
+    )
+    container.adapters.override(chosen)
+    for name, provider in chosen.providers.items():
+        if name not in chosen.dependencies:  # the set's own providers, not what it was given
+            setattr(container, name, provider)
     return container

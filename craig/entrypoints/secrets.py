@@ -1,7 +1,9 @@
-"""Development secrets for the embedded and memory profiles.
+"""Development secrets, the settings step of the embedded and memory profiles.
 
 On first run they are generated into ``$CRAIG_DATA_DIR/secrets`` (mode 0600) with a warning, so
 one command gives a working system; production must supply its own (startup refuses otherwise).
+Which profile completes its settings with them is decided with its adapter set, in ``PROFILES``
+(craig/entrypoints/container.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import attrs
 import structlog
 
 from craig.domain.constants import GENERATED_JWT_SECRET_BYTES
-from craig.entrypoints.settings import Profile, Settings, SettingsError
+from craig.entrypoints.settings import Settings, SettingsError
 
 log = structlog.get_logger(__name__)
 
@@ -46,9 +48,7 @@ def _read_or_create(path: Path, make: str) -> str:
 
 
 def with_dev_secrets(settings: Settings) -> Settings:
-    """Fill the JWT secret and field-encryption key from the data dir (embedded/memory only)."""
-    if settings.profile is Profile.PRODUCTION:
-        return settings
+    """Fill the JWT secret and field-encryption key, when not set, from the data dir."""
     auth = settings.auth
     if not auth.jwt_secret and not auth.jwks_url:
         path = dev_secret_path(settings, "CRAIG_AUTH__JWT_SECRET")

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.services import free_port
+from tests.support.services import BrokerNames, free_port
 
 pytestmark = pytest.mark.integration
 
 CRAIG = str(Path(sys.executable).parent / "craig")
 STATUS_KEYS = {
     "craig": {"profile", "data_dir", "version"},
+    "dependencies": {"database", "object_store"},
     "idempotency": {"slots_by_status", "oldest_processing_age_seconds"},
     "outbox": {"pending", "failing", "oldest_pending_age_seconds"},
     "inbox": {"retrying", "dead_lettered", "awaiting_replay"},
@@ -79,6 +80,7 @@ def test_status_json_has_the_documented_keys(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert {section: set(values) for section, values in report.items()} == STATUS_KEYS
     assert report["craig"]["profile"] == "memory"
+    assert report["dependencies"] == {"database": "up", "object_store": "up"}
     assert report["outbox"] == {"pending": 0, "failing": 0, "oldest_pending_age_seconds": None}
     assert set(report["send_jobs"]["jobs_by_status"]) == {"pending", "in_flight", "sent", "failed"}
     assert report["attachments"]["tables"]["contact_attachments"] == {"pending": 0, "oldest_pending_age_seconds": None}
@@ -140,7 +142,17 @@ def test_dlx_replay_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(tmp_path: Path
     assert "\r" not in piped.stderr and "\x1b" not in piped.stderr
 
 
-@pytest.mark.parametrize("args", [["status"], ["dlx", "list"], ["serve", "--port", "0"], ["worker"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status"],
+        ["dlx", "replay", "--all"],
+        ["db", "upgrade"],
+        ["keys", "rotate"],
+        ["serve", "--port", "0"],
+        ["worker"],
+    ],
+)
 def test_an_unreachable_database_is_one_line_and_exit_2(args: list[str], tmp_path: Path) -> None:
     result = craig(*args, env=production(tmp_path, f"postgresql://postgres@127.0.0.1:{free_port()}/craig"))
     assert result.returncode == 2, result.stderr
@@ -148,6 +160,50 @@ def test_an_unreachable_database_is_one_line_and_exit_2(args: list[str], tmp_pat
     lines = [line for line in result.stderr.splitlines() if not line.startswith("20")]  # log lines carry a time
     assert len(lines) == 1 and lines[0].startswith("craig: cannot reach PostgreSQL"), result.stderr
     assert "check CRAIG_DATABASE__URL" in lines[0]
+
+
+def test_status_says_which_dependency_is_down_and_reports_the_rest(tmp_path: Path, pg_url: str) -> None:
+    """Only the database must answer: RabbitMQ and S3 are down here (nothing listens)."""
+    result = craig("status", "--json", env=production(tmp_path, pg_url))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    dependencies = report["dependencies"]
+    assert set(dependencies) == {"database", "broker", "object_store"}
+    assert dependencies["database"] == "up"
+    assert dependencies["broker"].startswith("down: ") and "RabbitMQ" in dependencies["broker"]
+    assert dependencies["object_store"].startswith("down: ")
+    assert report["outbox"] == {"pending": 0, "failing": 0, "oldest_pending_age_seconds": None}
+    assert set(report["send_jobs"]["jobs_by_status"]) == {"pending", "in_flight", "sent", "failed"}
+    assert set(report["unrouted_events"]) == {"error"}  # they are kept in RabbitMQ
+    assert "Traceback" not in result.stderr
+
+
+def test_db_upgrade_and_keys_rotate_reach_only_the_database(tmp_path: Path, pg_url: str) -> None:
+    """RabbitMQ and S3 are down here (nothing listens): neither command needs them."""
+    env = production(tmp_path, pg_url)
+    upgraded = craig("db", "upgrade", env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert upgraded.stdout == "database at revision head\n"
+    rotated = craig("keys", "rotate", env=env)
+    assert rotated.returncode == 0, rotated.stderr
+    assert "done: every value is under the newest key" in rotated.stdout
+
+
+def test_dlx_list_reaches_only_the_broker(tmp_path: Path, rabbit_url: str, broker_names: BrokerNames) -> None:
+    """In production the dead letters are in RabbitMQ: listing them works while PostgreSQL is down."""
+    broker_names.queue("dead-letters")
+    env = {
+        **production(tmp_path, f"postgresql://postgres@127.0.0.1:{free_port()}/craig"),
+        "CRAIG_BROKER__URL": rabbit_url,
+        "CRAIG_BROKER__EVENTS_EXCHANGE": broker_names.events_exchange,
+        "CRAIG_BROKER__DLX_EXCHANGE": broker_names.dlx_exchange,
+        "CRAIG_BROKER__QUEUE_PREFIX": broker_names.queue_prefix,
+    }
+    result = craig("dlx", "list", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "0 dead letters\n"
+    replay = craig("dlx", "replay", "--all", env=env)  # replaying gives each letter a fresh budget: the database
+    assert replay.returncode == 2 and "craig: cannot reach PostgreSQL" in replay.stderr
 
 
 def test_an_unknown_revision_is_one_line_and_exit_2(tmp_path: Path, pg_url: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from craig.entrypoints.container import build_container
-from craig.entrypoints.runtime import StartupError, health_checks, start_object_store
+from craig.entrypoints.runtime import StartupError, health_checks, running
 from craig.entrypoints.settings import DatabaseSettings, ObjectStoreSettings, Profile, Settings
 from tests.support.apps import free_port
 
@@ -36,7 +36,8 @@ async def test_an_unreachable_endpoint_stops_startup_with_its_name(tmp_path: Pat
     endpoint = f"127.0.0.1:{free_port()}"
     container = build_container(production(tmp_path, endpoint, "craig-attachments"))
     with pytest.raises(StartupError, match=f"cannot reach the S3 endpoint '{endpoint}'.*CRAIG_OBJECT_STORE__ENDPOINT"):
-        await start_object_store(container)
+        async with running(container, parts=["object_store"]):
+            pass
 
 
 async def test_a_missing_bucket_is_created_and_then_ready(tmp_path: Path, s3_server: Any) -> None:
@@ -45,15 +46,15 @@ async def test_a_missing_bucket_is_created_and_then_ready(tmp_path: Path, s3_ser
     client = s3_server.client()
     assert not client.bucket_exists(bucket)
     try:
-        await start_object_store(container)
-        assert client.bucket_exists(bucket)
-        await start_object_store(container)  # idempotent
-        await health_checks(container)["object_store"]()
+        async with running(container, parts=["object_store"]):
+            assert client.bucket_exists(bucket)
+        async with running(container, parts=["object_store"]):  # started again: the bucket exists
+            await health_checks(container)["object_store"]()
     finally:
         client.remove_bucket(bucket)
 
 
 async def test_the_embedded_store_lives_under_the_data_dir(tmp_path: Path) -> None:
     container = build_container(Settings(profile=Profile.EMBEDDED, data_dir=tmp_path))
-    await start_object_store(container)
-    assert (tmp_path / "objects" / "data").is_dir()
+    async with running(container, parts=["object_store"]):
+        assert (tmp_path / "objects" / "data").is_dir()

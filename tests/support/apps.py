@@ -19,6 +19,8 @@ from litestar import Litestar
 from craig.domain.access import Role
 from craig.entrypoints.container import Container, build_container
 from craig.entrypoints.http.app import create_app
+from craig.entrypoints.profiles import EmbeddedAdapters
+from craig.entrypoints.profiles.lifecycle import ExternalPostgres
 from craig.entrypoints.settings import (
     AuthSettings,
     DatabaseSettings,
@@ -46,11 +48,14 @@ def make_settings(kind: str, data_dir: Path, pg_url: str | None = None, **sectio
 
 
 def make_container(settings: Settings) -> Container:
-    container = build_container(settings)
-    if settings.profile is Profile.PRODUCTION:
-        # Real PostgreSQL; broker and object store stay in process unless a test overrides them.
-        container.profile.override("embedded")
-        container.database_url.override(providers.Object(settings.database.url))
+    if settings.profile is not Profile.PRODUCTION:
+        return build_container(settings)
+    # The embedded adapter set on the test's PostgreSQL (migrated: the schema is checked, as in
+    # production); the broker and object store stay in process unless a test overrides them.
+    container = build_container(settings, adapters=EmbeddedAdapters)
+    container.postgres_server.override(providers.Singleton(ExternalPostgres))
+    container.database_url.override(providers.Object(settings.database.url))
+    container.schema.override(providers.Object("check"))
     return container
 
 

@@ -22,10 +22,10 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
-from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue
+from craig.adapters.postgres.send_job_queue import PostgresSendJobQueue, listener_job_wake
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
-from craig.entrypoints.container import LISTEN_CHANNELS
+from craig.entrypoints.profiles.postgres import LISTEN_CHANNELS
 from craig.ports.exchange import SendJobQueue
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.ciphers import TEST_CIPHER
@@ -75,7 +75,7 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
         if listener.connected:
             break
         await asyncio.sleep(0.02)
-    queue = PostgresSendJobQueue(db, TEST_CIPHER, listener)
+    queue = PostgresSendJobQueue(db, TEST_CIPHER, listener_job_wake(listener))
     try:
         yield Backend(
             kind="postgres",

@@ -55,18 +55,21 @@ APPLICATION_NAME = "craig-send-worker"
 #: rotation keeps the plaintext; the expiry bounds how long a row edited by hand goes unseen).
 
 
+def listener_job_wake(listener: PostgresListener | None) -> JobWake:
+    """Wake-ups from the NOTIFY on ``SEND_JOBS_CHANNEL`` (migration 0010) through ``listener``;
+    while it is disconnected (or without one) the worker polls."""
+    if listener is None:
+        return JobWake()
+    return JobWake(lambda: listener.subscribe(SEND_JOBS_CHANNEL), lambda: listener.connected)
+
+
 class PostgresSendJobQueue(SendJobQueue):
-    def __init__(
-        self, database: PostgresDatabase, cipher: FieldCipher, listener: PostgresListener | None = None
-    ) -> None:
+    def __init__(self, database: PostgresDatabase, cipher: FieldCipher, wake: JobWake | None = None) -> None:
+        """``wake``: what wakes an idle worker (:func:`listener_job_wake`); without it, it polls."""
         self._database = database
         self._cipher = cipher
         self._conn = DedicatedConnection(database, application_name=APPLICATION_NAME, **PLANNER_SETTINGS)
-        self._wake = (
-            JobWake(lambda: listener.subscribe(SEND_JOBS_CHANNEL), lambda: listener.connected)
-            if listener is not None
-            else JobWake()
-        )
+        self._wake = wake or JobWake()
         self._partners: dict[UUID, tuple[Partner, float]] = {}
 
     async def wait_for_jobs(self, timeout: timedelta) -> bool:

@@ -8,8 +8,7 @@ import click
 
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, run
-from craig.entrypoints.runtime import start_database, stop_database
-from craig.entrypoints.settings import Profile
+from craig.entrypoints.runtime import running
 
 
 @click.group(short_help="Database migrations: upgrade, downgrade.")
@@ -41,18 +40,17 @@ def _migrate(direction: str, revision: str) -> int:
     from craig.adapters.postgres import migrations
 
     container = bootstrap()
-    if container.settings().profile is Profile.MEMORY:
-        raise Refused("the memory profile has no database to migrate")
+    url: str | None = container.database_url()
+    if url is None:
+        raise Refused(f"the {container.settings().profile} profile has no database to migrate")
     step = migrations.upgrade if direction == "upgrade" else migrations.downgrade
 
     async def main() -> int:
-        await start_database(container, schema="ignore")
-        try:
-            await asyncio.to_thread(step, container.database_url(), revision)
-        except CommandError as error:
-            raise Refused(f"cannot {direction} to {revision!r}: {error}") from None
-        finally:
-            await stop_database(container)
+        async with running(container, schema="ignore", parts=("database",)):
+            try:
+                await asyncio.to_thread(step, url, revision)
+            except CommandError as error:
+                raise Refused(f"cannot {direction} to {revision!r}: {error}") from None
         echo(f"database at revision {revision}")
         return ExitCode.OK
 

@@ -24,6 +24,8 @@ def dlx() -> None:
 
     Each is kept with its consumer, queue, retry count and last error until an operator replays
     it (after fixing the cause); `craig status` and the gauge craig_dlx_messages count them.
+    Listing reaches the broker only (with the in-process bus, that is the database); replaying
+    also the database, where each letter gets a fresh retry budget.
     """
 
 
@@ -41,7 +43,7 @@ def list_(limit: int) -> int:
     container = bootstrap()
 
     async def main() -> int:
-        async with running(container):
+        async with running(container, parts=("broker",)):
             letters = await container.dead_letter_operations().peek(limit)
         _print(f"{len(letters)} dead letters", letters)
         return ExitCode.OK
@@ -88,7 +90,7 @@ async def replay_dead_letters(
     """The command: replay, with progress on ``stderr``; the replayed letters on stdout."""
     bar = ProgressBar(stderr or sys.stderr)
     try:
-        async with running(container):
+        async with running(container, parts=("database", "broker")):
             letters = await container.dead_letter_operations().replay(
                 ids, limit, lambda done, total: bar.update("dead letters replayed", done, total)
             )

@@ -17,7 +17,6 @@ from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
 from craig.entrypoints.cli.progress import ProgressBar
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import StartupError, running
-from craig.entrypoints.settings import Profile
 from craig.usecases.operations import ColumnReport
 
 
@@ -75,14 +74,14 @@ def summary(reports: list[ColumnReport]) -> str:
 async def rotate(container: Container, stderr: TextIO | None = None) -> int:
     """The command: 0 when everything is under the newest key, 1 when values remain."""
     stderr = stderr or sys.stderr
-    settings = container.settings()
-    if settings.profile is Profile.MEMORY:
-        raise StartupError("the memory profile keeps nothing on disk: there is nothing to rotate")
+    if container.database_url() is None:
+        profile = container.settings().profile
+        raise StartupError(f"the {profile} profile keeps nothing on disk: there is nothing to rotate")
     encryptor = container.field_encryptor()
     if encryptor is None:
         raise StartupError("no field key is set (encryption_mode=optional): set CRAIG_FIELD_ENCRYPTION_KEY first")
     bar = ProgressBar(stderr)
-    async with running(container):
+    async with running(container, parts=("database",)):  # the columns are all it rewrites
         print(
             f"re-encrypting under key {encryptor.current_key_id!r} (ring: {', '.join(encryptor.key_ids)})",
             file=stderr,

@@ -6,7 +6,7 @@ import click
 
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
-from craig.entrypoints.runtime import running
+from craig.entrypoints.runtime import running, start_what_answers
 
 
 @click.command(short_help="Backlogs and the age of their oldest item.", epilog=exit_codes())
@@ -15,7 +15,9 @@ def status(as_json: bool) -> int:
     """A summary for operators: idempotency slots, outbox, inbox and dead letters, unrouted
     events, attachments, foster homes, send jobs, each with the age of its oldest item.
 
-    A section that cannot be read shows its error instead; the rest of the report still prints.
+    Only the database must be reachable: the report says which of the other dependencies
+    (the broker, the object store) is down, and a section that cannot be read without one shows
+    its error instead; the rest of the report still prints.
     The JSON keys are listed in the README (Operating Craig); ages are seconds there, null when
     there is nothing.
     """
@@ -24,7 +26,8 @@ def status(as_json: bool) -> int:
     container = bootstrap()
 
     async def main() -> int:
-        async with running(container):
+        async with running(container, parts=("database",)):
+            await start_what_answers(container, ("object_store", "broker"))  # the report says which is down
             report = await collect_report(container)
         echo(format_json(report) if as_json else format_status(report.table()))
         return ExitCode.OK

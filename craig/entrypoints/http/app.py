@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -14,7 +13,6 @@ from litestar.openapi.config import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
-from craig.domain.constants import IDEMPOTENCY_LOSER_POLL_INTERVAL
 from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
@@ -30,7 +28,6 @@ from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
 from craig.entrypoints.settings import Settings, cors_origins
 from craig.entrypoints.tokens import TokenVerifier
-from craig.usecases.idempotency import IdempotencyPolicy, IdempotentRequests
 
 log = structlog.get_logger(__name__)
 
@@ -59,17 +56,6 @@ def _description(settings: Settings) -> str:
     )
 
 
-def idempotent_requests_factory(container: Container) -> Callable[[], IdempotentRequests]:
-    settings = container.settings().idempotency
-    policy = IdempotencyPolicy(
-        claim_ttl=timedelta(seconds=settings.claim_ttl_seconds),
-        wait_ceiling=timedelta(seconds=settings.wait_ceiling_seconds),
-        poll_interval=IDEMPOTENCY_LOSER_POLL_INTERVAL,
-        max_body_bytes=settings.max_body_bytes,
-    )
-    return lambda: IdempotentRequests(container.idempotency_store(), policy)
-
-
 def create_app(
     container: Container,
     *,
@@ -84,7 +70,7 @@ def create_app(
     # Litestar deep-copies middleware; a provider held here would be copied with its singletons
     # (a second memory database!). Plain functions are copied by reference.
     idempotency = IdempotencyMiddleware(
-        requests=idempotent_requests_factory(container),
+        requests=lambda: container.idempotent_requests(),
         uow_factory=lambda: container.uow(),
         max_body_bytes=settings.http.max_body_bytes,
     )

@@ -77,13 +77,27 @@ async def _about(container: Container) -> list[Entry]:
     ]
 
 
+async def _dependencies(container: Container) -> list[Entry]:
+    """Each dependency's readiness check: ``up``, or ``down: <why>``."""
+    entries = []
+    for name, check in container.health_checks().items():
+        try:
+            await check()
+            state = "up"
+        except Exception as error:
+            state = f"down: {error}"
+        entries.append(Entry((name,), name, state))
+    return entries
+
+
 ABOUT = Section("craig", "craig", _about)
+DEPENDENCIES = Section("dependencies", "dependencies", _dependencies)
 
 
 async def collect_report(container: Container) -> StatusReport:
     """Every section; one that cannot be read carries its error instead of failing the report."""
     sections: list[tuple[Section, list[Entry] | str]] = []
-    for section in (ABOUT, *SECTIONS):
+    for section in (ABOUT, DEPENDENCIES, *SECTIONS):
         try:
             sections.append((section, await section.read(container)))
         except Exception as error:

@@ -1,4 +1,4 @@
-"""The attachment scanner loop (issue 5): one reconciliation pass every ``scan_interval_seconds``."""
+"""The attachment scanner loop: one reconciliation pass every ``scan_interval_seconds``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ log = structlog.get_logger(__name__)
 
 def attachment_scanner_loop(container: Container) -> Loop:
     scanner = container.attachment_scanner()
-    interval = timedelta(seconds=container.settings().attachments.scan_interval_seconds)
+    interval: timedelta = container.attachment_scan_interval()
 
     async def run_once() -> bool:
         report = await scanner.run_once()

@@ -1,4 +1,5 @@
-"""Wiring of event delivery: the outbox relay loop, and every subscription's consumer.
+"""Event delivery: the outbox relay loop, and every subscription's consumer (the relay, the
+subscriptions and the inbox's retry policy come from the container).
 
 A subscription's handler is wrapped in ``handle_idempotently`` on a fresh unit of work, and the
 inbox outcome becomes the bus's delivery outcome (ack, redeliver later, dead-letter).
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
 
 import structlog
 
@@ -31,16 +31,9 @@ from craig.usecases.events import AlreadyHandled, DeadLettered, OutboxRelay, Pro
 log = structlog.get_logger(__name__)
 
 
-def retry_policy(container: Container) -> RetryPolicy:
-    settings = container.settings().inbox
-    return RetryPolicy(
-        base=timedelta(seconds=settings.backoff_base_seconds), cap=timedelta(seconds=settings.backoff_cap_seconds)
-    )
-
-
 def delivery_for(container: Container, subscription: Subscription) -> Delivery:
     consumer = subscription.inbox_consumer(container.instance_id())
-    policy = retry_policy(container)
+    policy: RetryPolicy = container.inbox_retry_policy()
 
     async def deliver(envelope: EventEnvelope, queue: str) -> DeliveryOutcome:
         outcome = await handle_idempotently(
@@ -94,8 +87,7 @@ async def consumers_running(
 
 
 def relay_loop(container: Container) -> Loop:
-    settings = container.settings().outbox
-    relay = OutboxRelay(container.outbox_relay_store(), container.event_bus(), batch_size=settings.batch_size)
+    relay: OutboxRelay = container.outbox_relay()
     store = container.outbox_relay_store()
 
     async def run_once() -> bool:
@@ -109,6 +101,6 @@ def relay_loop(container: Container) -> Loop:
     return Loop(
         "outbox-relay",
         run_once,
-        timedelta(seconds=settings.poll_interval_seconds),
+        container.outbox_poll_interval(),
         idle=store.wait_for_events,
     )

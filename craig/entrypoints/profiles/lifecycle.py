@@ -1,0 +1,197 @@
+"""Starting and stopping what a profile needs: the initializers of its adapter set's resources.
+
+Each function here is given to a ``providers.Resource`` of an adapter set
+(:mod:`craig.entrypoints.profiles`): it starts one dependency, yields while it runs, and stops
+it on the way out, also when starting it failed halfway. A dependency that cannot be started is
+a :class:`StartupError`: one line for the operator that names it and says how to fix it.
+:func:`craig.entrypoints.runtime.running` starts them in order and stops them in reverse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Literal, Protocol
+
+from sqlalchemy import text
+
+from craig.adapters.memory.database import MemoryDatabase
+from craig.adapters.postgres import migrations
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.embedded import EmbeddedPostgres
+from craig.adapters.postgres.notify import PostgresListener
+from craig.ports.errors import PortError
+from craig.ports.messaging import EventBus
+from craig.ports.object_store import ObjectStore
+
+
+class StartupError(Exception):
+    """One line for the operator: what is wrong and how to fix it."""
+
+
+#: What starting the database does to its schema: migrate it to head, check that it is at head
+#: (refuse otherwise), or leave it alone (``craig db`` migrates it itself).
+Schema = Literal["migrate", "check", "ignore"]
+
+#: A dependency's readiness check: raises when the dependency is down.
+HealthCheck = Callable[[], Awaitable[None]]
+
+
+async def nothing_to_start(**_options: object) -> AsyncIterator[None]:
+    """A dependency the profile keeps in process: nothing to start or stop (whatever the
+    options, such as the schema policy of a database that has no schema)."""
+    yield
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+class PostgresServer(Protocol):
+    """What runs PostgreSQL: started before the pool is used, stopped after it is closed."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class ExternalPostgres(PostgresServer):
+    """A server someone else runs (production, and the tests' server): nothing to do."""
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+class EmbeddedServer(PostgresServer):
+    """The PostgreSQL Craig runs itself (embedded profile), with the database Craig uses."""
+
+    def __init__(self, server: EmbeddedPostgres, database: str, shown_as: Path) -> None:
+        self.server = server
+        self.database = database
+        self.shown_as = shown_as
+
+    async def start(self) -> None:
+        try:
+            await asyncio.to_thread(self.server.start)
+            await asyncio.to_thread(self.server.ensure_database, self.database)
+        except Exception as error:
+            raise StartupError(f"embedded PostgreSQL under {self.shown_as} did not start: {error}") from error
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.server.stop_if_started_here)
+
+
+async def postgres_running(
+    server: PostgresServer, database: PostgresDatabase, url: str, schema: Schema
+) -> AsyncIterator[None]:
+    """Start the server (if Craig runs it), reach the database, then migrate or check its schema
+    as ``schema`` says; on the way out close the pool, then stop the server."""
+    await server.start()
+    try:
+        try:
+            await database.ping()
+        except PortError as error:
+            raise StartupError(
+                f"cannot reach PostgreSQL ({database!r}): {error}; check CRAIG_DATABASE__URL and that the server runs"
+            ) from error
+        if schema == "migrate":
+            await asyncio.to_thread(migrations.upgrade_to_head, url)
+        elif schema == "check":
+            await check_schema(database)
+        yield
+    finally:
+        try:
+            await database.dispose()
+        finally:
+            await server.stop()
+
+
+async def check_schema(database: PostgresDatabase) -> None:
+    """Refuse a database whose schema is not at this Craig's head revision."""
+    head = migrations.head_revision()
+    async with database.connect() as conn:
+        # An unmigrated database has no alembic_version; any other error must not pass for that.
+        current = None
+        if (await conn.execute(text("SELECT to_regclass('alembic_version')"))).scalar() is not None:
+            current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+    if current != head:
+        raise StartupError(
+            f"database schema is at revision {current or 'none'} but this Craig needs {head}; run `craig db upgrade`"
+        )
+
+
+async def listening(listener: PostgresListener) -> AsyncIterator[None]:
+    """The LISTEN connection that wakes the relay, idempotency waiters and send-job workers."""
+    await listener.start()
+    try:
+        yield
+    finally:
+        await listener.stop()
+
+
+def memory_ping(database: Callable[[], MemoryDatabase]) -> HealthCheck:
+    async def ping() -> None:
+        async with database().transaction():
+            pass
+
+    return ping
+
+
+def postgres_ping(database: Callable[[], PostgresDatabase]) -> HealthCheck:
+    async def ping() -> None:
+        await database().ping()
+
+    return ping
+
+
+# --- object store -----------------------------------------------------------------------------
+def unusable_store(store: ObjectStore, error: PortError) -> str:
+    return f"the object store {store!r} is unusable: {error}"
+
+
+async def object_store_prepared(
+    store: ObjectStore, explain: Callable[[ObjectStore, PortError], str] = unusable_store
+) -> AsyncIterator[None]:
+    """Reach the object store and create its bucket (or directory) when missing; ``explain``
+    words the failure for the operator."""
+    try:
+        await store.prepare()
+    except PortError as error:
+        raise StartupError(explain(store, error)) from error
+    yield
+
+
+def object_store_ping(store: Callable[[], ObjectStore]) -> HealthCheck:
+    """Resolved on every check, so a store swapped after startup is the one checked."""
+
+    async def ping() -> None:
+        await store().ping()
+
+    return ping
+
+
+# --- broker -----------------------------------------------------------------------------------
+async def broker_reached(bus: EventBus) -> AsyncIterator[None]:
+    """Connect to the broker (declaring its exchanges); close the connection on the way out."""
+    try:
+        await bus.connect([])
+    except PortError as error:
+        raise StartupError(f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs") from error
+    try:
+        yield
+    finally:
+        await bus.close()
+
+
+async def in_the_database(database: object) -> AsyncIterator[None]:
+    """The in-process bus keeps its queues in the database: reaching it is reaching that (the
+    resource is given the database's, which starts first)."""
+    yield
+
+
+def broker_ping(bus: Callable[[], EventBus]) -> HealthCheck:
+    async def ping() -> None:
+        await bus().ping()
+
+    return ping
