@@ -9,17 +9,17 @@ import attrs
 from craig.entrypoints.container import Container, build_container, complete_settings
 from craig.entrypoints.logging import configure_logging
 from craig.entrypoints.secrets import DEV_SECRET_FILES, dev_secret_path
-from craig.entrypoints.settings import Loaded, Settings, Source, read_environment, settable, validate
+from craig.entrypoints.settings import Loaded, Needs, Settings, Source, read_environment, settable, validate
 
 
-def prepare(environ: Mapping[str, str] | None = None) -> Loaded:
+def prepare(environ: Mapping[str, str] | None = None, needs: Needs = Needs.ALL) -> Loaded:
     """The settings in force (as the profile completes them: development secrets filled in for
-    memory and embedded), validated, and where each came from."""
+    memory and embedded), validated for what ``needs`` names, and where each came from."""
     loaded = read_environment(environ)
-    validate(loaded.settings)
+    validate(loaded.settings, needs)
     configure_logging(loaded.settings.log_level, loaded.settings.log_json)
     settings = complete_settings(loaded.settings)
-    validate(settings)
+    validate(settings, needs)
     known = settable()
     generated = {
         name: Source("file", str(dev_secret_path(settings, name)))
@@ -29,9 +29,9 @@ def prepare(environ: Mapping[str, str] | None = None) -> Loaded:
     return attrs.evolve(loaded, settings=settings, sources={**loaded.sources, **generated})
 
 
-def prepare_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    return prepare(environ).settings
+def prepare_settings(environ: Mapping[str, str] | None = None, needs: Needs = Needs.ALL) -> Settings:
+    return prepare(environ, needs).settings
 
 
-def bootstrap(environ: Mapping[str, str] | None = None) -> Container:
-    return build_container(prepare_settings(environ))
+def bootstrap(environ: Mapping[str, str] | None = None, needs: Needs = Needs.ALL) -> Container:
+    return build_container(prepare_settings(environ, needs))

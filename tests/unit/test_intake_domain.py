@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
+from craig.adapters.postgres.migrations import MIGRATIONS_DIR
 from craig.domain.intake import (
     DEFAULT_TRIAGE_RULES,
     InvalidReferral,
@@ -25,7 +25,7 @@ from craig.domain.rules import evaluate
 pytestmark = pytest.mark.unit
 
 NOW = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)
-MIGRATION = Path(__file__).parents[2] / "alembic" / "versions" / "0009_intake_rules.py"
+MIGRATION = MIGRATIONS_DIR / "versions" / "0009_intake_rules.py"
 
 
 def referral(concern: str, age: int | None = 8, location: str | None = None) -> Referral:

@@ -1,20 +1,30 @@
-"""Run Alembic programmatically (``craig db upgrade``, test fixtures)."""
+"""Run Alembic programmatically (``craig db upgrade``, test fixtures).
+
+The migrations ship inside the package (``craig/migrations``), so an installed wheel migrates
+without a source tree and without an ``alembic.ini``: the configuration is built here. The
+repository's ``alembic.ini`` exists only for developers running the ``alembic`` command itself
+(``alembic revision -m ...``) and points at the same directory.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from alembic.config import Config
-
-import craig
 from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 
-ALEMBIC_DIR = Path(craig.__file__).resolve().parent.parent / "alembic"
+import craig.migrations
+
+MIGRATIONS_DIR = Path(craig.migrations.__file__).resolve().parent
+FILE_TEMPLATE = "%(rev)s_%(slug)s"
 
 
 def alembic_config(url: str) -> Config:
-    config = Config(str(ALEMBIC_DIR.parent / "alembic.ini"))
-    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    """Alembic's configuration for the database at ``url``; no file is read."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("file_template", FILE_TEMPLATE.replace("%", "%%"))
     config.attributes["url"] = url
     return config
 
@@ -34,8 +44,6 @@ def downgrade(url: str, revision: str) -> None:
 
 def head_revision() -> str:
     """The newest revision this code knows."""
-    from alembic.script import ScriptDirectory
-
     head = ScriptDirectory.from_config(alembic_config("")).get_current_head()
     assert head is not None
     return head

@@ -9,13 +9,15 @@ import click
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, run
 from craig.entrypoints.runtime import running
+from craig.entrypoints.settings import Needs
 
 
 @click.group(short_help="Database migrations: upgrade, downgrade.")
 def db() -> None:
     """Database migrations.
 
-    Only the database is reached: migrating needs neither the broker nor the object store. The
+    Only the database is reached, and only its settings are needed: in production
+    CRAIG_DATABASE__URL alone (no broker, object-store, token or encryption settings). The
     embedded profile starts its own PostgreSQL for the run (and stops it after).
     """
 
@@ -39,7 +41,7 @@ def _migrate(direction: str, revision: str) -> int:
 
     from craig.adapters.postgres import migrations
 
-    container = bootstrap()
+    container = bootstrap(needs=Needs.DATABASE)
     url: str | None = container.database_url()
     if url is None:
         raise Refused(f"the {container.settings().profile} profile has no database to migrate")

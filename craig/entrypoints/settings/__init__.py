@@ -12,7 +12,7 @@ from craig.entrypoints.settings.environment import (
     settable,
     variable,
 )
-from craig.entrypoints.settings.rules import Rule, rule, validate
+from craig.entrypoints.settings.rules import Needs, Rule, rule, validate
 from craig.entrypoints.settings.schema import (
     AttachmentSettings,
     AuthSettings,
@@ -47,6 +47,7 @@ __all__ = [
     "InboxSettings",
     "IntakeSettings",
     "Loaded",
+    "Needs",
     "ObjectStoreSettings",
     "OutboxSettings",
     "Profile",

@@ -1,54 +1,85 @@
 """The startup rules: a setting that is unsafe or unusable stops startup with one line that
-names the setting and the fix. Later features add theirs with :func:`rule`."""
+names the setting and the fix. Later features add theirs with :func:`rule`.
+
+A command checks only what it works with (:class:`Needs`): ``craig db upgrade`` needs the
+database URL, not the broker's, the object store's, the token or the field-encryption settings.
+"""
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 from collections.abc import Callable
+from typing import overload
 
 from craig.adapters.crypto.policy import key_problem
 from craig.domain.constants import ATTACHMENT_SCAN_GRACE, ATTACHMENT_SCAN_MIN_GRACE, JWT_SECRET_MIN_BYTES
 from craig.entrypoints.settings.schema import Profile, Settings, SettingsError, split_csv
 
 Rule = Callable[[Settings], str | None]
-_RULES: list[Rule] = []
 
 
-def rule(check: Rule) -> Rule:
-    """Register a startup rule: return a one-line problem (setting + fix), or None when fine."""
-    _RULES.append(check)
-    return check
+class Needs(enum.Flag):
+    """What a command works with. Rules about something it does not need are not checked."""
+
+    DATABASE = enum.auto()
+    BROKER = enum.auto()
+    OBJECT_STORE = enum.auto()
+    TOKENS = enum.auto()
+    FIELD_ENCRYPTION = enum.auto()
+    ALL = DATABASE | BROKER | OBJECT_STORE | TOKENS | FIELD_ENCRYPTION
 
 
-def validate(settings: Settings) -> None:
-    """Raise :class:`SettingsError` with the first rule's problem, if any."""
-    for check in _RULES:
-        problem = check(settings)
+_RULES: list[tuple[Rule, Needs | None]] = []
+
+#: What profile=production must be told, per dependency.
+_PRODUCTION_SETTINGS: tuple[tuple[Needs, str, Callable[[Settings], str]], ...] = (
+    (Needs.DATABASE, "CRAIG_DATABASE__URL", lambda s: s.database.url),
+    (Needs.BROKER, "CRAIG_BROKER__URL", lambda s: s.broker.url),
+    (Needs.OBJECT_STORE, "CRAIG_OBJECT_STORE__ENDPOINT", lambda s: s.object_store.endpoint),
+    (Needs.OBJECT_STORE, "CRAIG_OBJECT_STORE__ACCESS_KEY", lambda s: s.object_store.access_key),
+    (Needs.OBJECT_STORE, "CRAIG_OBJECT_STORE__SECRET_KEY", lambda s: s.object_store.secret_key),
+)
+
+
+@overload
+def rule(check: Rule, /) -> Rule: ...
+@overload
+def rule(*, about: Needs) -> Callable[[Rule], Rule]: ...
+def rule(check: Rule | None = None, /, *, about: Needs | None = None) -> Rule | Callable[[Rule], Rule]:
+    """Register a startup rule: return a one-line problem (setting + fix), or None when fine.
+    ``@rule(about=Needs.X)`` checks it only for commands that need X."""
+
+    def register(check: Rule) -> Rule:
+        _RULES.append((check, about))
+        return check
+
+    return register if check is None else register(check)
+
+
+def validate(settings: Settings, needs: Needs = Needs.ALL) -> None:
+    """Raise :class:`SettingsError` with the first problem, if any, among the rules about what
+    ``needs`` names (and the rules about no dependency in particular)."""
+    problem = _production_needs(settings, needs)
+    if problem:
+        raise SettingsError(problem)
+    for check, about in _RULES:
+        problem = None if about is not None and not about & needs else check(settings)
         if problem:
             raise SettingsError(problem)
 
 
-@rule
-def _production_needs_dependencies(s: Settings) -> str | None:
+def _production_needs(s: Settings, needs: Needs) -> str | None:
     if s.profile is not Profile.PRODUCTION:
         return None
-    missing = [
-        name
-        for name, value in (
-            ("CRAIG_DATABASE__URL", s.database.url),
-            ("CRAIG_BROKER__URL", s.broker.url),
-            ("CRAIG_OBJECT_STORE__ENDPOINT", s.object_store.endpoint),
-            ("CRAIG_OBJECT_STORE__ACCESS_KEY", s.object_store.access_key),
-            ("CRAIG_OBJECT_STORE__SECRET_KEY", s.object_store.secret_key),
-        )
-        if not value
-    ]
+    missing = [name for about, name, value in _PRODUCTION_SETTINGS if about & needs and not value(s)]
     if missing:
-        return f"profile=production needs {', '.join(missing)}; set them or use CRAIG_PROFILE=embedded"
+        them = "them" if len(missing) > 1 else "it"
+        return f"profile=production needs {', '.join(missing)}; set {them} or use CRAIG_PROFILE=embedded"
     return None
 
 
-@rule
+@rule(about=Needs.TOKENS)
 def _production_jwt(s: Settings) -> str | None:
     if s.profile is not Profile.PRODUCTION:
         return None
@@ -65,7 +96,7 @@ def _production_jwt(s: Settings) -> str | None:
     return None
 
 
-@rule
+@rule(about=Needs.TOKENS)
 def _jwks_timing(s: Settings) -> str | None:
     for name, value in (
         ("CRAIG_AUTH__JWKS_REFRESH_SECONDS", s.auth.jwks_refresh_seconds),
@@ -179,7 +210,7 @@ def _rule_cache_max_age(s: Settings) -> str | None:
     return None
 
 
-@rule
+@rule(about=Needs.FIELD_ENCRYPTION)
 def _field_encryption_key(s: Settings) -> str | None:
     if not s.field_encryption_key.strip() and s.profile is not Profile.PRODUCTION:
         return None  # memory and embedded generate a key into $CRAIG_DATA_DIR/secrets at startup

@@ -1,0 +1,1 @@
+"""One module per revision, ``<rev>_<slug>.py``; Alembic skips this ``__init__``."""
