@@ -31,9 +31,15 @@ class Forbidden(DomainError):
 
 
 class InvalidInput(DomainError):
-    """The request is well-formed but violates a business rule (HTTP 422)."""
+    """The request is well-formed but violates a business rule (HTTP 422). ``field`` names the
+    input at fault when there is one: a dotted path into the request body (``child.age``,
+    ``rules[0].when``) or a parameter's name (``per_page``)."""
 
     code = "invalid-input"
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.field = field
 
 
 class Conflict(DomainError):

@@ -23,6 +23,7 @@ from craig.entrypoints.http.dependencies import DEPENDENCIES, client_address_dep
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
+from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
@@ -156,4 +157,5 @@ def create_app(
         logging_config=None,
     )
     app.state.attachment_max_bytes = settings.attachments.max_bytes
+    app.state[TRUSTED_PROXIES_STATE] = settings.http.trusted_proxies
     return app
