@@ -155,9 +155,11 @@ def _attachment_type(raw: str | None) -> str | None:
         return None
     kind = raw.strip()
     if len(kind) > ATTACHMENT_TYPE_MAX_LENGTH:
-        raise InvalidInput(f"attachment_type must be at most {ATTACHMENT_TYPE_MAX_LENGTH} characters")
+        raise InvalidInput(
+            f"attachment_type must be at most {ATTACHMENT_TYPE_MAX_LENGTH} characters", field="attachment_type"
+        )
     if not kind.isprintable():
-        raise InvalidInput("attachment_type must not contain control characters")
+        raise InvalidInput("attachment_type must not contain control characters", field="attachment_type")
     return kind
 
 

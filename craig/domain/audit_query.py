@@ -12,7 +12,7 @@ import attrs
 
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
 from craig.domain.constants import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from craig.domain.errors import InvalidInput
+from craig.domain.errors import InvalidCursor, InvalidInput
 
 _CURSOR_VERSION = "a1"
 _CURSOR_MAX_LENGTH = 200
@@ -83,7 +83,7 @@ class AuditCursor:
             if version != _CURSOR_VERSION or cursor.at.tzinfo is None:
                 raise ValueError("not ours")
         except (ValueError, binascii.Error, UnicodeDecodeError) as error:
-            raise InvalidInput("cursor is not one this API handed out; start again without it") from error
+            raise InvalidCursor("cursor is not one this API handed out; start again without it") from error
         return cursor
 
     @classmethod

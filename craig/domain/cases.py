@@ -50,12 +50,12 @@ def new_case(
 ) -> Case:
     title = title.strip()
     if not title:
-        raise InvalidInput("title must not be empty")
+        raise InvalidInput("title must not be empty", field="title")
     if len(title) > CASE_TITLE_MAX_LENGTH:
-        raise InvalidInput(f"title must be at most {CASE_TITLE_MAX_LENGTH} characters")
+        raise InvalidInput(f"title must be at most {CASE_TITLE_MAX_LENGTH} characters", field="title")
     family = family_name.strip() if family_name else None
     if family is not None and len(family) > CASE_FAMILY_NAME_MAX_LENGTH:
-        raise InvalidInput(f"family_name must be at most {CASE_FAMILY_NAME_MAX_LENGTH} characters")
+        raise InvalidInput(f"family_name must be at most {CASE_FAMILY_NAME_MAX_LENGTH} characters", field="family_name")
     return Case(
         id=id,
         title=title,

@@ -43,7 +43,7 @@ def parse_contact_type(raw: str) -> ContactType:
         return ContactType(raw.strip().lower())
     except ValueError:
         allowed = ", ".join(t.value for t in ContactType)
-        raise InvalidInput(f"contact_type {raw!r} is not known; use one of: {allowed}") from None
+        raise InvalidInput(f"contact_type {raw!r} is not known; use one of: {allowed}", field="contact_type") from None
 
 
 def new_contact(
@@ -60,16 +60,16 @@ def new_contact(
     """A validated contact: a known type, a non-empty bounded summary, a date not in the future."""
     kind = parse_contact_type(contact_type)
     if occurred_at.tzinfo is None:
-        raise InvalidInput("occurred_at needs a time zone (e.g. 2026-01-31T14:00:00Z)")
+        raise InvalidInput("occurred_at needs a time zone (e.g. 2026-01-31T14:00:00Z)", field="occurred_at")
     if occurred_at > now + CONTACT_FUTURE_TOLERANCE:
-        raise InvalidInput("occurred_at lies in the future; record a contact once it has happened")
+        raise InvalidInput("occurred_at lies in the future; record a contact once it has happened", field="occurred_at")
     text = summary.strip()
     if not text:
-        raise InvalidInput("summary must not be empty")
+        raise InvalidInput("summary must not be empty", field="summary")
     if len(text) > CONTACT_SUMMARY_MAX_LENGTH:
-        raise InvalidInput(f"summary must be at most {CONTACT_SUMMARY_MAX_LENGTH} characters")
+        raise InvalidInput(f"summary must be at most {CONTACT_SUMMARY_MAX_LENGTH} characters", field="summary")
     if "\x00" in text:
-        raise InvalidInput("summary must not contain NUL characters")
+        raise InvalidInput("summary must not contain NUL characters", field="summary")
     return Contact(
         id=id,
         case_id=case_id,

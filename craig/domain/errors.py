@@ -31,9 +31,25 @@ class Forbidden(DomainError):
 
 
 class InvalidInput(DomainError):
-    """The request is well-formed but violates a business rule (HTTP 422)."""
+    """The request is well-formed but violates a business rule (HTTP 422). ``field`` names the
+    input at fault when there is one: a dotted path into the request body (``child.age``,
+    ``rules[0].when``) or a parameter's name (``per_page``)."""
 
     code = "invalid-input"
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.field = field
+
+
+class InvalidCursor(DomainError):
+    """A ``cursor`` this API did not hand out: changed, cut, or made for another list (HTTP 400)."""
+
+    code = "invalid-cursor"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.field = "cursor"
 
 
 class Conflict(DomainError):

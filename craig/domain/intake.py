@@ -91,7 +91,7 @@ class InvalidReferral(InvalidInput):
     code = "invalid-referral"
 
     def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
+        super().__init__(f"{field}: {problem}", field=field)
         self.problem_extra = {"field": field}
 
 

@@ -20,9 +20,9 @@ class PageRequest:
 
     def __attrs_post_init__(self) -> None:
         if self.page < 1:
-            raise InvalidInput("page counts from 1")
+            raise InvalidInput("page counts from 1", field="page")
         if not 1 <= self.per_page <= MAX_PAGE_SIZE:
-            raise InvalidInput(f"per_page must lie between 1 and {MAX_PAGE_SIZE}")
+            raise InvalidInput(f"per_page must lie between 1 and {MAX_PAGE_SIZE}", field="per_page")
 
     @property
     def offset(self) -> int:

@@ -112,7 +112,7 @@ def _choice(kind: type[enum.StrEnum], field: str, value: str) -> Any:
         return kind(value)
     except ValueError:
         allowed = ", ".join(member.value for member in kind)
-        raise InvalidInput(f"{field} must be one of {allowed}; got {value!r}") from None
+        raise InvalidInput(f"{field} must be one of {allowed}; got {value!r}", field=field) from None
 
 
 def parse_status(value: str) -> PlacementStatus:
@@ -150,11 +150,11 @@ def new_foster_home(*, id: UUID, name: str, capacity: int, created_by: UUID, now
     """A validated, empty home; :class:`InvalidInput` (422) on a bad name or capacity."""
     name = name.strip()
     if not name:
-        raise InvalidInput("name must not be empty")
+        raise InvalidInput("name must not be empty", field="name")
     if len(name) > FOSTER_HOME_NAME_MAX_LENGTH:
-        raise InvalidInput(f"name must be at most {FOSTER_HOME_NAME_MAX_LENGTH} characters")
+        raise InvalidInput(f"name must be at most {FOSTER_HOME_NAME_MAX_LENGTH} characters", field="name")
     if isinstance(capacity, bool) or capacity < 1:
-        raise InvalidInput("capacity must be an integer >= 1")
+        raise InvalidInput("capacity must be an integer >= 1", field="capacity")
     return FosterHome(id=id, name=name, capacity=capacity, occupancy=0, created_by=created_by, created_at=now)
 
 

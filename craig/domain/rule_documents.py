@@ -30,7 +30,7 @@ class InvalidRuleSet(InvalidInput):
     code = "invalid-rule-set"
 
     def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{path}: {problem}", field=path)
         self.path = path
         self.problem_extra = {"path": path}
 

@@ -17,6 +17,7 @@ from sqlalchemy import text
 from craig.entrypoints.container import Container
 from craig.entrypoints.settings import HttpSettings, IntakeSettings
 from tests.support.apps import live_server, serving
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.e2e
 
@@ -69,9 +70,9 @@ async def test_captcha_round_trip_then_the_rate_limit(
             return await client.post("/intake/referrals", json=body, headers=headers)
 
         missing = await submit(None)
-        assert missing.status_code == 422 and missing.json()["type"] == "/problems/captcha-required"
+        assert missing.status_code == 422 and problem_code(missing.json()) == "captcha-required"
         rejected = await submit("forged")
-        assert rejected.status_code == 403 and rejected.json()["type"] == "/problems/captcha-rejected"
+        assert rejected.status_code == 403 and problem_code(rejected.json()) == "captcha-rejected"
         accepted = await submit("good")
         assert accepted.status_code == 202 and accepted.json()["priority"] == "medium"
         assert fake.calls[-1] == {"secret": SECRET, "response": "good", "remoteip": "127.0.0.1"}
@@ -86,7 +87,7 @@ async def test_captcha_round_trip_then_the_rate_limit(
         limited = await submit("good")
         assert limited.status_code == 429
         assert limited.headers["content-type"] == "application/problem+json"
-        assert limited.json()["type"] == "/problems/rate-limited"
+        assert problem_code(limited.json()) == "rate-limited"
         assert 1 <= int(limited.headers["retry-after"]) <= 15
         assert limited.headers["strict-transport-security"] == "max-age=31536000; includeSubDomains"
         assert len(fake.calls) == calls_so_far + 1
@@ -134,7 +135,7 @@ async def test_requests_past_the_limit_claim_no_idempotency_slot(tmp_path: Path,
             statuses.append(response.status_code)
             if response.status_code == 429:
                 assert response.headers["content-type"] == "application/problem+json"
-                assert response.json()["type"] == "/problems/rate-limited"
+                assert problem_code(response.json()) == "rate-limited"
                 assert response.json()["detail"].startswith("too many referrals from this address; retry after")
                 assert response.json()["instance"] == "/intake/referrals"
                 assert 1 <= int(response.headers["retry-after"]) <= 60 / limit

@@ -18,6 +18,7 @@ from craig.domain.access import Role
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
 from tests.support.files import png_bytes
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +88,7 @@ async def test_any_put_failure_is_compensated_and_answered_as_a_problem(
     failed = await api.upload(path, "upload-1")
     assert failed.status_code == status, failed.text
     assert failed.headers["content-type"] == "application/problem+json"
-    assert failed.json()["type"] == f"/problems/{problem}"
+    assert problem_code(failed.json()) == problem
     assert "Traceback" not in failed.text
     assert not str(error) or str(error) not in failed.text
     assert (await api.client.get(path, headers=api.ann)).json()["total"] == 0  # no pending row

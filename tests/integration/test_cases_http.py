@@ -19,6 +19,7 @@ from craig.entrypoints.container import Container
 from craig.entrypoints.settings import AttachmentSettings
 from tests.support.apps import auth, serving
 from tests.support.files import EXE_HEADER, png_bytes
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +63,7 @@ def problem(response: httpx.Response, status: int, type_suffix: str | None = Non
     assert response.headers["content-type"] == "application/problem+json"
     body: dict[str, Any] = response.json()
     if type_suffix:
-        assert body["type"] == f"/problems/{type_suffix}"
+        assert problem_code(body) == type_suffix
     return body
 
 

@@ -18,6 +18,7 @@ from craig.entrypoints.container import Container
 from craig.entrypoints.workers.send_jobs import send_job_scheduler
 from tests.support.apps import auth, serving
 from tests.support.fake_partner import FakePartner, registration, serving_partner
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -95,11 +96,11 @@ async def test_partner_registration_problems(api: Api) -> None:
         assert forbidden.status_code == 403 and forbidden.headers["content-type"] == PROBLEM
     await api.partner("Dup")
     taken = await api.client.post("/v1/exchange/partners", json=body, headers=api.admin)
-    assert taken.status_code == 409 and taken.json()["type"] == "/problems/partner-name-taken"
+    assert taken.status_code == 409 and problem_code(taken.json()) == "partner-name-taken"
     bad_url = await api.client.post(
         "/v1/exchange/partners", json={**body, "name": "X", "base_url": "file:///etc"}, headers=api.admin
     )
-    assert bad_url.status_code == 422 and bad_url.json()["type"] == "/problems/invalid-partner"
+    assert bad_url.status_code == 422 and problem_code(bad_url.json()) == "invalid-partner"
     missing = {k: v for k, v in body.items() if k != "client_secret"}
     assert (await api.client.post("/v1/exchange/partners", json=missing, headers=api.admin)).status_code == 400
     extra = {**body, "name": "Y", "surprise": 1}
@@ -130,11 +131,11 @@ async def test_an_upstream_failure_is_a_502_naming_the_path(api: Api) -> None:
     api.fake.records_status = 503
     down = await api.client.get(url, headers=api.worker)
     assert down.status_code == 502 and down.headers["content-type"] == PROBLEM
-    assert down.json()["type"] == "/problems/upstream" and down.json()["upstream_path"] == "/records"
+    assert problem_code(down.json()) == "upstream" and down.json()["upstream_path"] == "/records"
     assert "/records" in down.json()["detail"]
     api.fake.records_status, api.fake.records_body = 200, {"items": "nope", "page": 1}
     wrong = await api.client.get(url, headers=api.worker)
-    assert wrong.status_code == 502 and wrong.json()["type"] == "/problems/upstream_deserialize"
+    assert wrong.status_code == 502 and problem_code(wrong.json()) == "upstream_deserialize"
 
 
 async def test_the_partner_view_degrades_instead_of_showing_no_data(api: Api) -> None:
@@ -206,7 +207,7 @@ async def test_a_rejected_job_fails_at_once_and_a_supervisor_requeues_it(api: Ap
     assert retried.json()["status"] == "pending" and retried.json()["attempts"] == 0
     assert retried.json()["last_error"].startswith("partner answered 422")
     again = await api.client.post(retry_url, headers=api.supervisor)
-    assert again.status_code == 409 and again.json()["type"] == "/problems/invalid-job-transition"
+    assert again.status_code == 409 and problem_code(again.json()) == "invalid-job-transition"
     unknown = await api.client.post(f"/v1/exchange/jobs/{uuid.uuid4()}/retry", headers=api.supervisor)
     assert unknown.status_code == 404
     await api.drain()

@@ -21,6 +21,7 @@ from craig.entrypoints.settings import IdempotencySettings
 from craig.ports.errors import DatabaseUnavailable
 from tests.support import probe
 from tests.support.apps import auth, make_container, make_settings, serving
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +114,7 @@ async def test_same_key_different_body_is_422_and_does_not_run(api: Api) -> None
     reused = await api.post(f"/v1/probe/{n}", {"a": 2}, key)
     assert reused.status_code == 422
     assert reused.headers["content-type"] == "application/problem+json"
-    assert reused.json()["type"] == "/problems/idempotency-key-reused"
+    assert problem_code(reused.json()) == "idempotency-key-reused"
     assert probe.EXECUTIONS[n] == 1
 
 
@@ -141,7 +142,7 @@ async def test_uploads_that_differ_only_after_a_semicolon_in_the_file_name_are_d
     reused = await upload("report;v2.pdf")
     assert reused.status_code == 422, reused.text
     assert reused.headers["content-type"] == "application/problem+json"
-    assert reused.json()["type"] == "/problems/idempotency-key-reused"
+    assert problem_code(reused.json()) == "idempotency-key-reused"
     listed = (await pg_api.client.get(path, headers=pg_api.headers)).json()["items"]
     assert [item["file_name"] for item in listed] == ["report;v1.pdf"]
 
@@ -175,7 +176,7 @@ async def test_key_of_255_printable_characters_is_accepted(api: Api) -> None:
 async def test_route_marked_required_refuses_a_missing_key(api: Api) -> None:
     missing = await api.post(f"/v1/probe-required/{name()}", {})
     assert missing.status_code == 400
-    assert missing.json()["type"] == "/problems/idempotency-key-required"
+    assert problem_code(missing.json()) == "idempotency-key-required"
     assert (await api.post(f"/v1/probe-required/{name()}", {}, name())).status_code == 201
 
 
@@ -238,7 +239,7 @@ async def test_losers_past_the_ceiling_get_409_with_retry_after(request: pytest.
         await asyncio.sleep(0.3)
         loser = await api.post(f"/v1/probe/{n}", {"sleep": 2}, key)
         assert loser.status_code == 409
-        assert loser.json()["type"] == "/problems/idempotency-request-in-progress"
+        assert problem_code(loser.json()) == "idempotency-request-in-progress"
         assert 1 <= int(loser.headers["retry-after"]) <= 30
         assert (await winner).status_code == 201
 
@@ -336,7 +337,7 @@ async def test_a_live_handler_slower_than_the_claim_ttl_runs_once(
         for answer in answers:
             assert answer.status_code in (201, 409), answer.text
             if answer.status_code == 409:
-                assert answer.json()["type"] == "/problems/idempotency-request-in-progress"
+                assert problem_code(answer.json()) == "idempotency-request-in-progress"
             else:
                 assert answer.headers["idempotent-replayed"] == "true" and answer.content == first.content
         assert any(answer.status_code == 409 for answer in answers)  # they did overlap the handler

@@ -19,6 +19,7 @@ from craig.domain.access import Role
 from craig.entrypoints.settings import AuthSettings
 from craig.entrypoints.tokens import mint
 from tests.support.apps import JWT_SECRET, free_port
+from tests.support.problems import problem_code
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -86,7 +87,7 @@ async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before
             # The claim was taken ~1 s before the kill, so it is live until ~CLAIM_TTL - 1 s after it.
             assert sent_early_at < CLAIM_TTL - 1.0 - WAIT_CEILING, "the early request came too late"
             assert early.status_code == 409
-            assert early.json()["type"] == "/problems/idempotency-request-in-progress"
+            assert problem_code(early.json()) == "idempotency-request-in-progress"
             assert 1 <= int(early.headers["retry-after"]) <= CLAIM_TTL
             await asyncio.sleep(max(0.0, CLAIM_TTL + 0.5 - (time.monotonic() - killed_at)))
             recovered = await client.post(f"{base}{url}", json=body, headers=headers)

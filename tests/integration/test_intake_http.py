@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from craig.entrypoints.container import Container
 from tests.support.apps import serving
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +114,7 @@ async def test_bad_forms_get_a_clear_problem(intake: Intake) -> None:
         response = await intake.client.post("/intake/referrals", json={**FORM, **change})
         assert response.status_code == status, (change, response.text)
         assert response.headers["content-type"] == "application/problem+json"
-        assert response.json()["type"] == f"/problems/{problem}"
+        assert problem_code(response.json()) == problem
         assert response.headers["strict-transport-security"] == HSTS
     assert await intake.raw_referrals() == []
 

@@ -21,6 +21,7 @@ from litestar import get
 from craig.domain.access import Role
 from craig.entrypoints.logging import configure_logging
 from tests.support.apps import auth, serving
+from tests.support.problems import problem_code
 from tests.support.services import admin_sql
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def assert_incident(response: httpx.Response, log: JsonLog, cause: str) -> str:
     assert response.headers["content-type"] == "application/problem+json"
     assert "retry-after" not in response.headers
     body = response.json()
-    assert body["type"] == "/problems/internal-error"
+    assert problem_code(body) == "internal-error"
     incident = body["incident"]
     assert INCIDENT.fullmatch(incident) and incident in body["detail"]
     for leak in ("Traceback", cause, "SQLSTATE", "foster_homes", 'File "'):

@@ -18,6 +18,7 @@ from craig.domain.access import Role
 from craig.domain.cases import new_case
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +92,7 @@ async def pg_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 def problem_type(response: httpx.Response) -> str:
     assert response.headers["content-type"] == PROBLEM, response.text
-    return str(response.json()["type"]).removeprefix("/problems/")
+    return problem_code(response.json())
 
 
 async def test_foster_home_routes(api: Api) -> None:

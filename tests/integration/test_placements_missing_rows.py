@@ -28,6 +28,7 @@ from craig.domain.placements import Placement, PlacementStatus
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.dependencies import UoW
 from tests.support.apps import auth, serving
+from tests.support.problems import problem_code
 from tests.support.services import admin_sql
 
 pytestmark = pytest.mark.integration
@@ -126,7 +127,7 @@ def assert_not_found(response: httpx.Response, kind: str, ident: str) -> None:
     assert response.status_code == 404, response.text
     assert response.headers["content-type"] == "application/problem+json"
     body: dict[str, Any] = response.json()
-    assert body["type"] == "/problems/not-found"
+    assert problem_code(body) == "not-found"
     assert body["detail"] == f"{kind} {ident} was not found"
     assert body[f"{kind.replace(' ', '_')}_id"] == ident
 

@@ -13,6 +13,7 @@ import pytest
 from craig.domain.access import Role
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
+from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +97,7 @@ async def test_refusals(api: Api) -> None:
     )
     assert bad.status_code == 422
     problem = bad.json()
-    assert problem["type"] == "/problems/invalid-rule-set" and problem["path"] == "rules[0].when.op"
+    assert problem_code(problem) == "invalid-rule-set" and problem["path"] == "rules[0].when.op"
     assert "matches" in problem["detail"] and "eq, ne, lt" in problem["detail"]
 
     not_a_list = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": {"x": 1}}, headers=supervisor)

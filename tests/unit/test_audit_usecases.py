@@ -12,7 +12,7 @@ import pytest
 from craig.domain.access import Principal, Role
 from craig.domain.audit_chain import BreakReason, ExpectedHead
 from craig.domain.audit_query import AuditFilter
-from craig.domain.errors import Forbidden, InvalidInput, NotFound
+from craig.domain.errors import Forbidden, InvalidCursor, InvalidInput, NotFound
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
 from craig.usecases.audit.purge_expired import PurgeExpiredAuditEntries
@@ -41,8 +41,13 @@ async def test_only_supervisors_and_admins_list_entries(backend: Backend) -> Non
         await ListAuditEntries(backend.uow())(WORKER, AuditFilter())
     page = await ListAuditEntries(backend.uow())(SUPERVISOR, AuditFilter(action="update"))
     assert [e.action for e in page.items] == ["update"]
-    for bad in [{"limit": 0}, {"limit": 201}, {"cursor": "bm90IG91cnM"}, {"cursor": "%%%"}]:
-        with pytest.raises(InvalidInput):
+    for bad, error in [
+        ({"limit": 0}, InvalidInput),
+        ({"limit": 201}, InvalidInput),
+        ({"cursor": "bm90IG91cnM"}, InvalidCursor),
+        ({"cursor": "%%%"}, InvalidCursor),
+    ]:
+        with pytest.raises(error):
             await ListAuditEntries(backend.uow())(SUPERVISOR, AuditFilter(), **bad)  # type: ignore[arg-type]
 
 

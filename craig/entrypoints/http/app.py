@@ -9,9 +9,6 @@ from typing import Any
 import structlog
 from litestar import Litestar, Router
 from litestar.config.cors import CORSConfig
-from litestar.openapi.config import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 
 from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
@@ -21,8 +18,10 @@ from craig.entrypoints.http.dependencies import DEPENDENCIES, client_address_dep
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
+from craig.entrypoints.http.openapi_config import openapi_config
+from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
-from craig.entrypoints.http.request_context import RequestContextMiddleware
+from craig.entrypoints.http.request_context import RequestContextMiddleware, request_id_header
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
@@ -52,7 +51,9 @@ def _description(settings: Settings) -> str:
         f"{settings.idempotency.wait_ceiling_seconds:g} s) and then answers 409 with `Retry-After`. "
         f"Keys expire {hours:g} hours after their last claim. A 5xx, or an answer carrying `Retry-After` "
         "(429, a transient 409), is not stored: retry with the same key.\n\n"
-        "Errors are RFC 9457 `application/problem+json`."
+        "Errors are RFC 9457 `application/problem+json` with one `Problem` schema; each problem's `type` "
+        "is an absolute URI, `<origin>/problems/<code>`, whose page says what it means and what to do. "
+        "Field errors come as `errors: [{pointer, code, message}]`, for 400 and 422 alike."
     )
 
 
@@ -132,21 +133,13 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[RequestContextMiddleware(settings.http.trusted_proxies), RequestMetrics()],
-        before_send=[security_headers],
+        before_send=[security_headers, request_id_header],
         cors_config=cors,
         request_max_body_size=settings.http.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="Craig",
-            version="1",
-            description=_description(settings),
-            path="/api-doc",
-            render_plugins=[JsonRenderPlugin()],
-            components=Components(
-                security_schemes={"BearerAuth": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")}
-            ),
-        ),
+        openapi_config=openapi_config(_description(settings)),
         lifespan=[lifespan],
         logging_config=None,
     )
     app.state.attachment_max_bytes = settings.attachments.max_bytes
+    app.state[TRUSTED_PROXIES_STATE] = settings.http.trusted_proxies
     return app

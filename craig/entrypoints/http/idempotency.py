@@ -25,6 +25,7 @@ from craig.domain.fingerprint import InvalidIdempotencyKey
 from craig.domain.idempotency import ClaimLost, Mismatch, Replay, StoredResponse
 from craig.entrypoints import metrics
 from craig.entrypoints.http import request_transaction
+from craig.entrypoints.http.origin import request_origin
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
 from craig.ports.errors import TransientConflict, Unavailable
@@ -68,7 +69,9 @@ class IdempotencyMiddleware(ASGIMiddleware):
         required = bool(handler and handler.opt.get(OPT_KEY) == "required")
         if key is None:
             if required:
-                await _answer(send, 400, "idempotency-key-required", "this route needs an Idempotency-Key header")
+                await _answer(
+                    scope, send, 400, "idempotency-key-required", "this route needs an Idempotency-Key header"
+                )
                 return
             await next_app(scope, receive, send)
             return
@@ -79,7 +82,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
             metrics.idempotency_outcomes.labels("disconnected").inc()
             return
         if body is _Unread.TOO_LARGE:
-            await _answer(send, 413, "body-too-large", f"the request body is larger than {limit} bytes")
+            await _answer(scope, send, 413, "body-too-large", f"the request body is larger than {limit} bytes")
             return
         user = scope.get("user")
         requests = self.requests()
@@ -93,7 +96,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 body=body,
             )
         except InvalidIdempotencyKey as error:
-            await _answer(send, 400, "invalid-idempotency-key", str(error))
+            await _answer(scope, send, 400, "invalid-idempotency-key", str(error))
             return
 
         decision = await requests.begin(claim_request)
@@ -105,6 +108,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 await record_alone(self.uow_factory(), entry)
             except (Unavailable, TransientConflict):
                 await _answer(
+                    scope,
                     send,
                     503,
                     "dependency-unavailable",
@@ -117,6 +121,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         if isinstance(decision, Mismatch):
             metrics.idempotency_outcomes.labels("mismatch").inc()
             await _answer(
+                scope,
                 send,
                 422,
                 "idempotency-key-reused",
@@ -126,6 +131,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         if isinstance(decision, Busy):
             metrics.idempotency_outcomes.labels("busy").inc()
             await _answer(
+                scope,
                 send,
                 409,
                 "idempotency-request-in-progress",
@@ -163,6 +169,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
             except ClaimLost:
                 metrics.idempotency_outcomes.labels("claim_lost").inc()
                 await _answer(
+                    scope,
                     send,
                     409,
                     "idempotency-claim-lost",
@@ -176,6 +183,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 await requests.fail(claim.slot, f"finalize failed: {error}")
                 log.warning("idempotent finalize failed", error=str(error))
                 await _answer(
+                    scope,
                     send,
                     503,
                     "dependency-unavailable",
@@ -271,9 +279,9 @@ async def _replay(send: Send, response: StoredResponse) -> None:
 
 
 async def _answer(
-    send: Send, status: int, code: str, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+    scope: Scope, send: Send, status: int, code: str, detail: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = problem_bytes(status, code, detail)
+    body = problem_bytes(status, code, detail, {"instance": scope["path"]}, origin=request_origin(scope))
     await send(
         {
             "type": "http.response.start",

@@ -12,39 +12,37 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 import msgspec
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
 from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
+from craig.entrypoints.http.field_errors import BODY_PARAMETER, for_field, from_validation
+from craig.entrypoints.http.origin import request_origin
+from craig.entrypoints.http.problem_types import problem_type
 from craig.ports.errors import ConstraintViolation, InvalidData, PortError, TransientConflict, Unavailable
 
 log = structlog.get_logger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
-TYPE_PREFIX = "/problems/"
+TYPE_PATH = "/problems/"
 
-_TITLES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    409: "Conflict",
-    413: "Content Too Large",
-    415: "Unsupported Media Type",
-    422: "Unprocessable Content",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
+
+def _title(status: int, code: str) -> str:
+    known = problem_type(code)
+    if known is not None:
+        return known.title
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 class ProblemException(HTTPException):
@@ -65,28 +63,35 @@ class ProblemException(HTTPException):
 
 
 def problem(
+    request: Request[Any, Any, Any],
     status: int,
     code: str,
     detail: str,
     *,
-    instance: str | None = None,
     headers: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Response[bytes]:
-    extras = {"instance": instance} if instance else {}
+    """The problem answered to ``request``; ``instance`` is the request's path."""
     return Response(
-        content=problem_bytes(status, code, detail, {**extras, **(extra or {})}),
+        content=problem_bytes(
+            status, code, detail, {"instance": request.url.path, **(extra or {})}, origin=request_origin(request.scope)
+        ),
         status_code=status,
         media_type=PROBLEM_JSON,
         headers=dict(headers or {}),
     )
 
 
-def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] | None = None) -> bytes:
-    """The body of a problem (also for ASGI middleware that answers before the router)."""
+def problem_type_uri(origin: str, code: str) -> str:
+    return f"{origin}{TYPE_PATH}{code}"
+
+
+def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] | None = None, *, origin: str) -> bytes:
+    """The body of a problem (also for ASGI middleware that answers before the router). ``type``
+    is absolute: ``origin`` is the one the client reached (see :func:`request_origin`)."""
     body: dict[str, Any] = {
-        "type": f"{TYPE_PREFIX}{code}",
-        "title": _TITLES.get(status, "Error"),
+        "type": problem_type_uri(origin, code),
+        "title": _title(status, code),
         "status": status,
         "detail": detail,
     }
@@ -117,10 +122,10 @@ def internal_error(
         **context,
     )
     return problem(
+        request,
         status,
         "internal-error" if status == HTTP_500_INTERNAL_SERVER_ERROR else "http-error",
         f"an internal error occurred; quote incident {incident} when you report it",
-        instance=request.url.path,
         headers=headers,
         extra={"incident": incident},
     )
@@ -136,33 +141,51 @@ _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
 ]
 
 
+def domain_status(error: DomainError) -> int:
+    """The registry's status for the error's code; by its kind for a code not (yet) registered."""
+    known = problem_type(error.code)
+    if known is not None:
+        return known.status
+    return next((code for kind, code in _DOMAIN_STATUS if isinstance(error, kind)), 422)
+
+
+def _parameters(request: Request[Any, Any, Any]) -> frozenset[str]:
+    handler = request.scope.get("route_handler")
+    fields = getattr(getattr(handler, "parsed_fn_signature", None), "parameters", {})
+    return frozenset(name for name in fields if name != BODY_PARAMETER)
+
+
 def _domain(request: Request[Any, Any, Any], error: DomainError) -> Response[bytes]:
-    status = next((code for kind, code in _DOMAIN_STATUS if isinstance(error, kind)), 422)
-    extra = getattr(error, "problem_extra", None)
-    return problem(status, error.code, error.detail, instance=request.url.path, extra=extra)
+    extra = dict(getattr(error, "problem_extra", None) or {})
+    field = getattr(error, "field", None)
+    if isinstance(field, str):
+        fault = for_field(field, error.code, error.detail, _parameters(request))
+        extra["errors"] = [msgspec.structs.asdict(fault)]
+    return problem(request, domain_status(error), error.code, error.detail, extra=extra)
 
 
 def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
     if isinstance(error, Unavailable):
         log.warning("dependency unavailable", dependency=error.dependency, error=error.detail)
         return problem(
+            request,
             503,
             "dependency-unavailable",
             f"{error.dependency} is unavailable; retry shortly (with the same Idempotency-Key)",
             headers={"Retry-After": "5"},
-            instance=request.url.path,
         )
     if isinstance(error, TransientConflict):
-        return problem(409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"})
+        return problem(
+            request, 409, "concurrent-update", "a concurrent update won; retry", headers={"Retry-After": "1"}
+        )
     if isinstance(error, InvalidData):
         return problem(
-            422,
-            "invalid-data",
-            "a value in the request cannot be stored (e.g. a NUL character in text)",
-            instance=request.url.path,
+            request, 422, "invalid-data", "a value in the request cannot be stored (e.g. a NUL character in text)"
         )
     if isinstance(error, ConstraintViolation):
-        return problem(409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})")
+        return problem(
+            request, 409, "constraint-violation", f"the write conflicts with existing data ({error.constraint})"
+        )
     return internal_error(request, error, "port error", dependency=getattr(error, "dependency", None))
 
 
@@ -171,19 +194,18 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
     headers = dict(error.headers or {})
     if isinstance(error, ProblemException):
         extra = error.extra if isinstance(error.extra, dict) else None
-        return problem(status, error.code, error.detail, headers=headers, extra=extra, instance=request.url.path)
-    if isinstance(error, ValidationException):
-        errors = error.extra if isinstance(error.extra, list) else []
+        return problem(request, status, error.code, error.detail, headers=headers, extra=extra)
+    if isinstance(error, ValidationException) or status == HTTP_400_BAD_REQUEST:
+        # ValidationException: a parameter or the body does not fit; any other 400: unreadable body
+        errors = [msgspec.structs.asdict(fault) for fault in from_validation(error.extra)]
+        if not errors:
+            errors = [{"pointer": "", "code": "malformed", "message": error.detail or "the body cannot be read"}]
         return problem(
-            400,
-            "invalid-request",
-            error.detail or "the request is invalid",
-            extra={"errors": errors} if errors else None,
-            instance=request.url.path,
+            request, 400, "invalid-request", error.detail or "the request is invalid", extra={"errors": errors}
         )
     if isinstance(error, NotAuthorizedException):
         headers.setdefault("WWW-Authenticate", 'Bearer realm="craig"')
-        return problem(401, "unauthorized", error.detail or "authentication required", headers=headers)
+        return problem(request, 401, "unauthorized", error.detail or "authentication required", headers=headers)
     code = {
         404: "not-found",
         405: "method-not-allowed",
@@ -193,10 +215,10 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
     }.get(status, "http-error")
     if status >= HTTP_500_INTERNAL_SERVER_ERROR:
         return internal_error(request, error, "http error", status=status, headers=headers, detail=error.detail)
-    detail = error.detail or _TITLES.get(status, "error")
+    detail = error.detail or _title(status, code)
     if status == 413:
         detail = "the request body is larger than this route accepts"
-    return problem(status, code, detail, headers=headers, instance=request.url.path)
+    return problem(request, status, code, detail, headers=headers)
 
 
 def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[bytes]:

@@ -22,6 +22,9 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from craig.entrypoints.http.client_limits import request_client_ip
 
 HEADER = "x-request-id"
+#: Where the request's :class:`RequestInfo` is kept in the ASGI scope, for the ``before_send``
+#: hook (which runs after the middleware has returned).
+_STATE_KEY = "craig.request_info"
 _SANE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
@@ -57,14 +60,22 @@ class RequestContextMiddleware(ASGIMiddleware):
             request_client_ip(scope, self.trusted_proxies),
         )
 
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                MutableScopeHeaders.from_message(message)["X-Request-ID"] = info.request_id
-            await send(message)
-
+        scope.setdefault("state", {})[_STATE_KEY] = info
         token = _current.set(info)
         try:
             with structlog.contextvars.bound_contextvars(request_id=info.request_id):
-                await next_app(scope, receive, send_with_id)
+                await next_app(scope, receive, send)
         finally:
             _current.reset(token)
+
+
+async def request_id_header(message: Message, scope: Scope) -> None:
+    """``before_send`` hook: every response carries ``X-Request-ID``, whatever answered it (an
+    error raised before or inside the middleware stack is answered outside of it)."""
+    if message["type"] == "http.response.start":
+        info = scope.get("state", {}).get(_STATE_KEY)
+        # A path no route serves is answered before any middleware ran: give it an id anyway.
+        request_id = (
+            info.request_id if isinstance(info, RequestInfo) else request_id_from(Headers.from_scope(scope).get(HEADER))
+        )
+        MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id

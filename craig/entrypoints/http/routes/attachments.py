@@ -13,13 +13,20 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
 
-from craig.domain.attachments import Attachment, content_disposition_attachment
-from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
+from craig.domain.attachments import ALLOWED_FILE_TYPES, content_disposition_attachment
+from craig.domain.constants import (
+    ATTACHMENT_MAX_BYTES,
+    ATTACHMENT_MULTIPART_OVERHEAD_BYTES,
+    ATTACHMENT_TYPE_MAX_LENGTH,
+    DEFAULT_PAGE_SIZE,
+)
 from craig.domain.errors import InvalidInput
 from craig.domain.pages import PageRequest
 from craig.entrypoints.http import request_transaction
+from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.dependencies import Me
-from craig.entrypoints.http.routes.cases import CONTACT, page_json
+from craig.entrypoints.http.routes.case_views import AttachmentPage, AttachmentView, attachment_view
+from craig.entrypoints.http.routes.cases import CONTACT
 from craig.ports.object_store import Download
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
 
@@ -33,19 +40,40 @@ class MissingFilePart(InvalidInput):
     code = "attachment-file-missing"
 
 
-def attachment_json(attachment: Attachment) -> dict[str, Any]:
-    return {
-        "id": attachment.id,
-        "contact_id": attachment.contact_id,
-        "attachment_type": attachment.attachment_type,
-        "file_name": attachment.file_name,
-        "content_type": attachment.content_type,
-        "file_size": attachment.file_size,
-        "object_status": str(attachment.object_status),
-        "uploaded_by": attachment.uploaded_by,
-        "worker_name": attachment.worker_name,
-        "created_at": attachment.created_at,
-    }
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+#: The upload form, as Swagger UI and generators need it (the handler reads the parts itself).
+UPLOAD_FORM = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "title": "AttachmentUpload",
+                "required": ["file"],
+                "properties": {
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "The file, with its file name and media type: one of "
+                        + ", ".join(t.media_type for t in ALLOWED_FILE_TYPES)
+                        + f". At most {ATTACHMENT_MAX_BYTES} bytes by default (`CRAIG_ATTACHMENTS__MAX_BYTES`).",
+                    },
+                    "attachment_type": {
+                        "type": "string",
+                        "maxLength": ATTACHMENT_TYPE_MAX_LENGTH,
+                        "description": "What the file is, in your words (e.g. `school report`).",
+                    },
+                },
+            },
+            "encoding": {"file": {"contentType": ", ".join(t.media_type for t in ALLOWED_FILE_TYPES)}},
+        }
+    },
+}
+#: The download: the stored file, with the media type it was uploaded with.
+DOWNLOAD_CONTENT = {
+    "application/octet-stream": _BINARY,
+    **{file_type.media_type: _BINARY for file_type in ALLOWED_FILE_TYPES},
+}
 
 
 class AttachmentUploadRoute(HTTPRouteHandler):
@@ -94,7 +122,22 @@ def _optional_text(form: dict[str, Any], name: str) -> str | None:
 
 
 @AttachmentUploadRoute(
-    ATTACHMENTS, http_method=HttpMethod.POST, status_code=201, tags=["attachments"], summary="Upload an attachment"
+    ATTACHMENTS,
+    http_method=HttpMethod.POST,
+    status_code=201,
+    tags=["attachments"],
+    summary="Upload an attachment",
+    opt=answers(
+        "attachment-file-missing",
+        "attachment-too-large",
+        "unsupported-attachment-type",
+        "attachment-content-mismatch",
+        "empty-attachment",
+        "invalid-input",
+        "conflict",
+        headers=("Location",),
+        request_body=UPLOAD_FORM,
+    ),
 )
 async def upload_attachment(
     case_id: FromPath[UUID],
@@ -103,7 +146,7 @@ async def upload_attachment(
     request: Request[Any, Any, Any],
     principal: Me,
     upload_attachment: NamedDependency[UploadAttachment],
-) -> Response[dict[str, Any]]:
+) -> Response[AttachmentView]:
     """multipart/form-data: `file` (required), `attachment_type` (optional). 413 when too large,
     415 when the type is not allowed or the content does not match it, 422 when the file is empty
     or missing, 503 when the object store failed (nothing kept: retry with the same
@@ -125,7 +168,7 @@ async def upload_attachment(
         attachment_id=_retry_identity(request),
     )
     location = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments/{attachment.id}"
-    return Response(attachment_json(attachment), status_code=201, headers={"Location": location})
+    return Response(attachment_view(attachment), status_code=201, headers={"Location": location})
 
 
 @get(ATTACHMENTS, tags=["attachments"], summary="A contact's attachments")
@@ -136,10 +179,10 @@ async def list_attachments(
     list_attachments: NamedDependency[ListAttachments],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> dict[str, Any]:
+) -> AttachmentPage:
     """Every status: `pending` ones are still being stored (or are about to be reconciled)."""
     found = await list_attachments(principal, case_id, contact_id, PageRequest(page, per_page))
-    return page_json(found, attachment_json)
+    return AttachmentPage([attachment_view(a) for a in found.items], found.page, found.per_page, found.total)
 
 
 @get(ATTACHMENT, tags=["attachments"], summary="An attachment's metadata")
@@ -149,8 +192,9 @@ async def get_attachment(
     attachment_id: FromPath[UUID],
     principal: Me,
     get_attachment: NamedDependency[GetAttachment],
-) -> dict[str, Any]:
-    return attachment_json(await get_attachment(principal, case_id, contact_id, attachment_id))
+) -> AttachmentView:
+    """Any status; only a `present` attachment can be downloaded."""
+    return attachment_view(await get_attachment(principal, case_id, contact_id, attachment_id))
 
 
 async def _chunks(download: Download) -> AsyncIterator[bytes]:
@@ -161,7 +205,12 @@ async def _chunks(download: Download) -> AsyncIterator[bytes]:
         await download.aclose()
 
 
-@get(f"{ATTACHMENT}/content", tags=["attachments"], summary="Download an attachment")
+@get(
+    f"{ATTACHMENT}/content",
+    tags=["attachments"],
+    summary="Download an attachment",
+    opt=answers("conflict", headers=("Content-Disposition",), response_content=DOWNLOAD_CONTENT),
+)
 async def download_attachment(
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],

@@ -14,6 +14,7 @@ from litestar.params import FromPath, FromQuery
 
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
 from craig.domain.audit_query import AuditFilter, AuditPage
+from craig.entrypoints.http.api_contract import SUPERVISORS, answers
 from craig.entrypoints.http.dependencies import Me
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
@@ -73,7 +74,12 @@ def _page(page: AuditPage, path: str) -> Response[AuditPageView]:
     return Response(AuditPageView([_view(e) for e in page.items], page.next_cursor), headers=headers)
 
 
-@get("/audit", tags=TAGS, summary="The audit trail, newest first (supervisors, admins)")
+@get(
+    "/audit",
+    tags=TAGS,
+    summary="The audit trail, newest first (supervisors, admins)",
+    opt=answers("invalid-cursor", "invalid-input", roles=SUPERVISORS, optional_headers=("Link",)),
+)
 async def list_audit_entries(
     principal: Me,
     list_audit_entries: NamedDependency[ListAuditEntries],
@@ -113,7 +119,12 @@ async def list_audit_entries(
     return _page(page, f"/v1/audit?{query}&" if query else "/v1/audit?")
 
 
-@get("/cases/{case_id:uuid}/history", tags=TAGS, summary="What changed in a case, newest first")
+@get(
+    "/cases/{case_id:uuid}/history",
+    tags=TAGS,
+    summary="What changed in a case, newest first",
+    opt=answers("invalid-cursor", "invalid-input", optional_headers=("Link",)),
+)
 async def show_case_history(
     case_id: FromPath[UUID],
     principal: Me,

@@ -17,11 +17,13 @@ from litestar import Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from craig.domain.access import Role
 from craig.domain.constants import DEFAULT_PAGE_SIZE
-from craig.domain.exchange import SendJob
+from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord
 from craig.domain.partners import Partner
+from craig.entrypoints.http.api_contract import SUPERVISORS, answers
 from craig.entrypoints.http.dependencies import Me
 from craig.entrypoints.http.problems import ProblemException
 from craig.ports.exchange import UpstreamError
@@ -101,7 +103,7 @@ class NewTransactionBody(msgspec.Struct, forbid_unknown_fields=True):
 class JobSummary(msgspec.Struct):
     id: UUID
     partner_id: UUID
-    status: str
+    status: JobStatus
     correlation_id: UUID
 
 
@@ -113,7 +115,7 @@ class TransactionAccepted(msgspec.Struct):
 class JobView(msgspec.Struct):
     id: UUID
     partner_id: UUID
-    status: str
+    status: JobStatus
     attempts: int
     last_error: str | None
     next_attempt_at: datetime
@@ -153,7 +155,7 @@ def _job(job: SendJob) -> JobView:
     return JobView(
         id=job.id,
         partner_id=job.partner_id,
-        status=str(job.status),
+        status=job.status,
         attempts=job.attempts,
         last_error=job.last_error,
         next_attempt_at=job.next_attempt_at,
@@ -173,7 +175,13 @@ async def _upstream_as_502() -> AsyncIterator[None]:
         ) from error
 
 
-@post("/exchange/partners", status_code=201, tags=TAGS, summary="Register a partner agency (admin)")
+@post(
+    "/exchange/partners",
+    status_code=201,
+    tags=TAGS,
+    summary="Register a partner agency (admin)",
+    opt=answers("invalid-partner", "partner-name-taken", roles=(Role.ADMIN,), headers=("Location",)),
+)
 async def register_partner(
     data: JSONBody[NewPartnerBody], principal: Me, register_partner: NamedDependency[RegisterPartner]
 ) -> Response[PartnerView]:
@@ -196,8 +204,13 @@ async def show_partner(partner_id: FromPath[UUID], show_partner: NamedDependency
     return PartnerDetail(_partner(overview.partner), _records(overview.recent_records), overview.degraded)
 
 
-@get("/exchange/partners/{partner_id:uuid}/records", tags=TAGS, summary="One page of the partner's records")
-async def partner_records(
+@get(
+    "/exchange/partners/{partner_id:uuid}/records",
+    tags=TAGS,
+    summary="One page of the partner's records",
+    opt=answers("upstream", "upstream_deserialize"),
+)
+async def list_partner_records(
     partner_id: FromPath[UUID],
     read_partner_records: NamedDependency[ReadPartnerRecords],
     page: FromQuery[int] = 1,
@@ -208,14 +221,20 @@ async def partner_records(
         return _records(await read_partner_records(partner_id, request))
 
 
-@post("/exchange/transactions", status_code=202, tags=TAGS, summary="Send a payload to partners")
+@post(
+    "/exchange/transactions",
+    status_code=202,
+    tags=TAGS,
+    summary="Send a payload to partners",
+    opt=answers("invalid-exchange-transaction", "unknown-partners", headers=("Location",)),
+)
 async def start_transaction(
     data: JSONBody[NewTransactionBody], principal: Me, start_exchange_transaction: NamedDependency[StartTransaction]
 ) -> Response[TransactionAccepted]:
     view = await start_exchange_transaction(principal, data.partner_ids, data.payload)
     body = TransactionAccepted(
         id=view.transaction.id,
-        jobs=[JobSummary(j.id, j.partner_id, str(j.status), j.correlation_id) for j in view.jobs],
+        jobs=[JobSummary(j.id, j.partner_id, j.status, j.correlation_id) for j in view.jobs],
     )
     location = f"/v1/exchange/transactions/{view.transaction.id}"
     return Response(body, status_code=202, headers={"Location": location})
@@ -230,7 +249,13 @@ async def show_transaction(
     return TransactionView(t.id, t.created_by, t.created_at, [_job(j) for j in view.jobs])
 
 
-@post("/exchange/jobs/{job_id:uuid}/retry", status_code=202, tags=TAGS, summary="Requeue a failed job (supervisor)")
+@post(
+    "/exchange/jobs/{job_id:uuid}/retry",
+    status_code=202,
+    tags=TAGS,
+    summary="Requeue a failed job (supervisor)",
+    opt=answers("invalid-job-transition", roles=SUPERVISORS),
+)
 async def retry_job(job_id: FromPath[UUID], principal: Me, retry_send_job: NamedDependency[RetrySendJob]) -> JobView:
     return _job(await retry_send_job(principal, job_id))
 
@@ -239,7 +264,7 @@ ROUTES = [
     register_partner,
     list_partners,
     show_partner,
-    partner_records,
+    list_partner_records,
     start_transaction,
     show_transaction,
     retry_job,

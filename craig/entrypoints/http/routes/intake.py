@@ -10,6 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from craig.domain.constants import INTAKE_MAX_BODY_BYTES
+from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.client_limits import OPT_KEY as CLIENT_RATE_LIMIT
 from craig.entrypoints.http.dependencies import ClientAddress
 from craig.usecases.intake import ReferralForm, SubmitReferral
@@ -57,7 +58,8 @@ class ReceiptView(msgspec.Struct):
     ),
     request_max_body_size=INTAKE_MAX_BODY_BYTES,
     security=[],
-    opt={CLIENT_RATE_LIMIT: "intake"},  # counted before anything else, idempotency included
+    # counted before anything else, idempotency included
+    opt={CLIENT_RATE_LIMIT: "intake", **answers("invalid-referral", "captcha-required", "captcha-rejected")},
 )
 async def submit_referral(
     data: JSONBody[ReferralBody], client_address: ClientAddress, submit_referral: NamedDependency[SubmitReferral]

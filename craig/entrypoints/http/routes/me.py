@@ -5,8 +5,10 @@ from __future__ import annotations
 from litestar import get
 
 from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.routes.case_views import MeView, me_view
 
 
-@get("/me", tags=["identity"], summary="The authenticated principal")
-async def me(principal: Me) -> dict[str, str]:
-    return {"sub": str(principal.sub), "name": principal.name, "role": str(principal.role)}
+@get("/me", tags=["identity"], summary="The authenticated principal", operation_id="getMe")
+async def me(principal: Me) -> MeView:
+    """Your subject, name and role, as the token states them."""
+    return me_view(principal)

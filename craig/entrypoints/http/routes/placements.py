@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 from uuid import UUID
 
 import msgspec
@@ -10,11 +11,13 @@ from litestar import Response, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from craig.domain.constants import DEFAULT_PAGE_SIZE
+from craig.domain.constants import DEFAULT_PAGE_SIZE, FOSTER_HOME_NAME_MAX_LENGTH
 from craig.domain.pages import PageRequest
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
-from craig.domain.placements import FosterHome, Placement
+from craig.domain.placements import INITIAL_STATUSES, EndReason, FosterHome, Placement, PlacementStatus
+from craig.entrypoints.http.api_contract import SUPERVISORS, answers
 from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.schema_meta import documented
 from craig.usecases.placements import (
     CreateFosterHome,
     CreatePlacement,
@@ -25,11 +28,21 @@ from craig.usecases.placements import (
 )
 
 TAGS = ["placements"]
+#: What creating or changing a placement may answer besides the problems every write may.
+PLACEMENT_PROBLEMS = (
+    "invalid-input",
+    "case-already-placed",
+    "placement-closed",
+    "placement-needs-foster-home",
+    "invalid-placement-transition",
+    "foster-home-at-capacity",
+    "occupancy-underflow",
+)
 
 
 class NewFosterHomeBody(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    capacity: int
+    name: Annotated[str, documented(min_length=1, max_length=FOSTER_HOME_NAME_MAX_LENGTH, examples=["The Millers"])]
+    capacity: Annotated[int, documented(minimum=1, examples=[2])]
 
 
 class FosterHomeView(msgspec.Struct):
@@ -49,7 +62,7 @@ class FosterHomePage(msgspec.Struct):
 
 class NewPlacementBody(msgspec.Struct, forbid_unknown_fields=True):
     case_id: UUID
-    status: str
+    status: Annotated[str, documented(enum=[s.value for s in INITIAL_STATUSES], examples=["planned"])]
     start_date: date
     foster_home_id: UUID | None = None
 
@@ -57,8 +70,8 @@ class NewPlacementBody(msgspec.Struct, forbid_unknown_fields=True):
 class PlacementPatchBody(msgspec.Struct, forbid_unknown_fields=True):
     """Absent and ``null`` mean the same: leave as is."""
 
-    status: str | None = None
-    end_reason: str | None = None
+    status: Annotated[str, documented(enum=[s.value for s in PlacementStatus])] | None = None
+    end_reason: Annotated[str, documented(enum=[r.value for r in EndReason])] | None = None
     foster_home_id: UUID | None = None
 
 
@@ -66,9 +79,9 @@ class PlacementView(msgspec.Struct):
     id: UUID
     case_id: UUID
     foster_home_id: UUID | None
-    status: str
+    status: PlacementStatus
     start_date: date
-    end_reason: str | None
+    end_reason: EndReason | None
     ended_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -85,16 +98,22 @@ def _placement(placement: Placement) -> PlacementView:
         id=placement.id,
         case_id=placement.case_id,
         foster_home_id=placement.foster_home_id,
-        status=placement.status.value,
+        status=placement.status,
         start_date=placement.start_date,
-        end_reason=placement.end_reason.value if placement.end_reason else None,
+        end_reason=placement.end_reason,
         ended_at=placement.ended_at,
         created_at=placement.created_at,
         updated_at=placement.updated_at,
     )
 
 
-@post("/foster-homes", status_code=201, tags=TAGS, summary="Register a foster home (supervisor, admin)")
+@post(
+    "/foster-homes",
+    status_code=201,
+    tags=TAGS,
+    summary="Register a foster home (supervisor, admin)",
+    opt=answers("invalid-input", roles=SUPERVISORS, headers=("Location",)),
+)
 async def create_foster_home(
     data: JSONBody[NewFosterHomeBody], principal: Me, create_foster_home: NamedDependency[CreateFosterHome]
 ) -> Response[FosterHomeView]:
@@ -122,7 +141,13 @@ async def get_foster_home(home_id: FromPath[UUID], get_foster_home: NamedDepende
     return _home(await get_foster_home(home_id))
 
 
-@post("/placements", status_code=201, tags=TAGS, summary="Place a child of a case, planned or active")
+@post(
+    "/placements",
+    status_code=201,
+    tags=TAGS,
+    summary="Place a child of a case, planned or active",
+    opt=answers("not-found", *PLACEMENT_PROBLEMS, headers=("Location",)),
+)
 async def create_placement(
     data: JSONBody[NewPlacementBody], principal: Me, create_placement: NamedDependency[CreatePlacement]
 ) -> Response[PlacementView]:
@@ -144,6 +169,7 @@ async def get_placement(
     "/placements/{placement_id:uuid}",
     tags=TAGS,
     summary="Activate, end (with end_reason), cancel or move a placement",
+    opt=answers(*PLACEMENT_PROBLEMS),
 )
 async def update_placement(
     placement_id: FromPath[UUID],

@@ -14,6 +14,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.pages import PageRequest
 from craig.domain.rules import RuleSet
+from craig.entrypoints.http.api_contract import SUPERVISORS, answers
 from craig.entrypoints.http.dependencies import Me
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, GetRuleSet, ListRuleSets
 
@@ -70,7 +71,13 @@ def _view(rule_set: RuleSet) -> RuleSetView:
     )
 
 
-@post("/rule-sets", status_code=201, tags=TAGS, summary="Create a rule set, or its next version (supervisor, admin)")
+@post(
+    "/rule-sets",
+    status_code=201,
+    tags=TAGS,
+    summary="Create a rule set, or its next version (supervisor, admin)",
+    opt=answers("invalid-rule-set", roles=SUPERVISORS, headers=("Location",)),
+)
 async def create_rule_set(
     data: JSONBody[NewRuleSetBody], principal: Me, create_rule_set: NamedDependency[CreateRuleSet]
 ) -> Response[RuleSetView]:

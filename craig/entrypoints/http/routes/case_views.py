@@ -1,0 +1,143 @@
+"""What the case, contact and attachment routes read and answer, as typed structs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+
+from craig.domain.access import Principal, Role
+from craig.domain.attachments import Attachment, ObjectStatus
+from craig.domain.cases import Case
+from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_TITLE_MAX_LENGTH, CONTACT_SUMMARY_MAX_LENGTH
+from craig.domain.contacts import Contact, ContactType
+from craig.entrypoints.http.schema_meta import documented
+
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class NewCase(msgspec.Struct):
+    title: Annotated[str, documented(min_length=1, max_length=CASE_TITLE_MAX_LENGTH, examples=["Doe family"])]
+    family_name: Annotated[str, documented(max_length=CASE_FAMILY_NAME_MAX_LENGTH, examples=["Doe"])] | None = None
+    opened_at: Annotated[AwareDatetime, documented(description="Defaults to now.")] | None = None
+
+
+class NewAssignment(msgspec.Struct):
+    worker_sub: UUID
+
+
+class NewContact(msgspec.Struct):
+    contact_type: Annotated[str, documented(enum=[t.value for t in ContactType], examples=["home_visit"])]
+    occurred_at: Annotated[AwareDatetime, documented(description="With a time zone; not in the future.")]
+    summary: Annotated[
+        str, documented(min_length=1, max_length=CONTACT_SUMMARY_MAX_LENGTH, examples=["Saw both children."])
+    ]
+
+
+class MeView(msgspec.Struct):
+    sub: UUID
+    name: str
+    role: Role
+
+
+class CaseView(msgspec.Struct):
+    id: UUID
+    title: str
+    family_name: str | None
+    opened_at: datetime
+    created_by: UUID
+    created_at: datetime
+    #: The subjects of the case workers assigned, sorted.
+    assigned_workers: list[UUID]
+
+
+class CasePage(msgspec.Struct):
+    items: list[CaseView]
+    page: int
+    per_page: int
+    total: int
+
+
+class ContactView(msgspec.Struct):
+    id: UUID
+    case_id: UUID
+    contact_type: ContactType
+    occurred_at: datetime
+    summary: str
+    created_by: UUID
+    worker_name: str
+    created_at: datetime
+
+
+class ContactPage(msgspec.Struct):
+    items: list[ContactView]
+    page: int
+    per_page: int
+    total: int
+
+
+class AttachmentView(msgspec.Struct):
+    id: UUID
+    contact_id: UUID
+    attachment_type: str | None
+    file_name: str
+    content_type: str
+    file_size: int
+    object_status: ObjectStatus
+    uploaded_by: UUID
+    worker_name: str
+    created_at: datetime
+
+
+class AttachmentPage(msgspec.Struct):
+    items: list[AttachmentView]
+    page: int
+    per_page: int
+    total: int
+
+
+def me_view(principal: Principal) -> MeView:
+    return MeView(sub=principal.sub, name=principal.name, role=principal.role)
+
+
+def case_view(case: Case) -> CaseView:
+    workers = sorted(case.assigned_workers, key=str)
+    return CaseView(
+        id=case.id,
+        title=case.title,
+        family_name=case.family_name,
+        opened_at=case.opened_at,
+        created_by=case.created_by,
+        created_at=case.created_at,
+        assigned_workers=workers,
+    )
+
+
+def contact_view(contact: Contact) -> ContactView:
+    return ContactView(
+        id=contact.id,
+        case_id=contact.case_id,
+        contact_type=contact.contact_type,
+        occurred_at=contact.occurred_at,
+        summary=contact.summary,
+        created_by=contact.created_by,
+        worker_name=contact.worker_name,
+        created_at=contact.created_at,
+    )
+
+
+def attachment_view(attachment: Attachment) -> AttachmentView:
+    return AttachmentView(
+        id=attachment.id,
+        contact_id=attachment.contact_id,
+        attachment_type=attachment.attachment_type,
+        file_name=attachment.file_name,
+        content_type=attachment.content_type,
+        file_size=attachment.file_size,
+        object_status=attachment.object_status,
+        uploaded_by=attachment.uploaded_by,
+        worker_name=attachment.worker_name,
+        created_at=attachment.created_at,
+    )
