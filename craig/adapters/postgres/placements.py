@@ -17,18 +17,22 @@ from sqlalchemy import RowMapping, text
 
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import (
     EndReason,
     FosterHome,
+    FosterHomeStatus,
     Placement,
     PlacementStatus,
     UnknownFosterHome,
     UnknownPlacement,
+    history_key,
+    home_key,
 )
 from craig.ports.placements import FosterHomeRepository, FosterHomeStats, PlacementRepository
 
-_HOME = "id, name, capacity, occupancy, created_by, created_at"
+_HOME = "id, name, capacity, occupancy, created_by, created_at, status, version"
 _INSERT_HOME = text(
     """
     INSERT INTO foster_homes (id, name, capacity, occupancy, created_by, created_at, updated_at)
@@ -39,11 +43,19 @@ _GET_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id")
 _LOCK_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id FOR NO KEY UPDATE")
 _ADJUST_OCCUPANCY = text(
     f"""
-    UPDATE foster_homes SET occupancy = occupancy + :delta, updated_at = now()
+    UPDATE foster_homes SET occupancy = occupancy + :delta, version = version + 1, updated_at = now()
      WHERE id = :id
     RETURNING {_HOME}
     """
 )
+_UPDATE_HOME = text(
+    """
+    UPDATE foster_homes SET name = :name, capacity = :capacity, status = :status, version = :version,
+                            updated_at = now()
+     WHERE id = :id
+    """
+)
+_HOMES_PAGE = f"SELECT {_HOME} FROM foster_homes {{where}} ORDER BY name, id LIMIT :limit"
 _LIST_HOMES = text(f"SELECT {_HOME} FROM foster_homes ORDER BY name, id LIMIT :limit OFFSET :offset")
 _COUNT_HOMES = text("SELECT count(*) AS homes, count(*) FILTER (WHERE occupancy >= capacity) AS full FROM foster_homes")
 _FULL_HOMES = text(f"SELECT {_HOME} FROM foster_homes WHERE occupancy >= capacity ORDER BY name, id LIMIT :limit")
@@ -59,11 +71,13 @@ _DRIFTED_HOMES = text(
     """
 )
 
-_PLACEMENT = "id, case_id, foster_home_id, status, start_date, end_reason, ended_at, created_by, created_at, updated_at"
+_PLACEMENT = (
+    "id, case_id, foster_home_id, status, start_date, end_reason, ended_at, created_by, created_at, updated_at, version"
+)
 _INSERT_PLACEMENT = text(
     f"INSERT INTO placements ({_PLACEMENT}) VALUES "
     "(:id, :case_id, :foster_home_id, :status, :start_date, :end_reason, :ended_at, "
-    ":created_by, :created_at, :updated_at)"
+    ":created_by, :created_at, :updated_at, :version)"
 )
 _GET_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id")
 _LOCK_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id FOR UPDATE")
@@ -71,12 +85,14 @@ _UPDATE_PLACEMENT = text(
     """
     UPDATE placements
        SET status = :status, foster_home_id = :foster_home_id, end_reason = :end_reason,
-           ended_at = :ended_at, updated_at = :updated_at
+           ended_at = :ended_at, updated_at = :updated_at, version = :version
      WHERE id = :id
     RETURNING id
     """
 )
 _COUNT_ACTIVE = text("SELECT count(*) FROM placements WHERE foster_home_id = :id AND status = 'active'")
+_COUNT_ACTIVE_FOR_CASE = text("SELECT count(*) FROM placements WHERE case_id = :id AND status = 'active'")
+_HISTORY = f"SELECT {_PLACEMENT} FROM placements WHERE {{where}} ORDER BY created_at DESC, id DESC LIMIT :limit"
 
 
 def _home(row: RowMapping) -> FosterHome:
@@ -87,6 +103,8 @@ def _home(row: RowMapping) -> FosterHome:
         occupancy=row["occupancy"],
         created_by=row["created_by"],
         created_at=row["created_at"],
+        status=FosterHomeStatus(row["status"]),
+        version=row["version"],
     )
 
 
@@ -102,6 +120,7 @@ def _placement(row: RowMapping) -> Placement:
         created_by=row["created_by"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        version=row["version"],
     )
 
 
@@ -117,6 +136,7 @@ def _placement_params(placement: Placement) -> dict[str, Any]:
         "created_by": placement.created_by,
         "created_at": placement.created_at,
         "updated_at": placement.updated_at,
+        "version": placement.version,
     }
 
 
@@ -154,6 +174,27 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
             if home is not None:
                 locked[home_id] = home
         return locked
+
+    async def update(self, home: FosterHome) -> None:
+        params = {
+            "id": home.id,
+            "name": home.name,
+            "capacity": home.capacity,
+            "status": home.status.value,
+            "version": home.version,
+        }
+        async with db_errors():
+            await self.session.execute(_UPDATE_HOME, params)
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[FosterHome]:
+        params: dict[str, Any] = {"limit": keyset.limit + 1}
+        where = ""
+        if keyset.after is not None:
+            where = "WHERE (name, id) > (:after_name, :after_id)"
+            params["after_name"], params["after_id"] = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_HOMES_PAGE.format(where=where)), params)).mappings().all()
+        return keyset_page([_home(row) for row in rows], keyset, home_key)
 
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
         home = await self._one(_ADJUST_OCCUPANCY, {"id": home_id, "delta": delta})
@@ -206,3 +247,30 @@ class PostgresPlacementRepository(PlacementRepository):
     async def count_active_in(self, home_id: UUID) -> int:
         async with db_errors():
             return int((await self.session.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())
+
+    async def count_active_for_case(self, case_id: UUID) -> int:
+        async with db_errors():
+            return int((await self.session.execute(_COUNT_ACTIVE_FOR_CASE, {"id": case_id})).scalar_one())
+
+    async def _history(self, where: list[str], params: dict[str, Any], keyset: Keyset) -> KeysetPage[Placement]:
+        params = {**params, "limit": keyset.limit + 1}
+        if keyset.after is not None:
+            where = [*where, "(created_at, id) < (:after_created, :after_id)"]
+            params["after_created"], params["after_id"] = keyset.after
+        async with db_errors():
+            statement = text(_HISTORY.format(where=" AND ".join(where)))
+            rows = (await self.session.execute(statement, params)).mappings().all()
+        return keyset_page([_placement(row) for row in rows], keyset, history_key)
+
+    async def list_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:
+        return await self._history(["case_id = :owner"], {"owner": case_id}, keyset)
+
+    async def list_for_home(
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+    ) -> KeysetPage[Placement]:
+        where = ["foster_home_id = :owner"]
+        params: dict[str, Any] = {"owner": home_id}
+        if status is not None:
+            where.append("status = :status")
+            params["status"] = status.value
+        return await self._history(where, params, keyset)
