@@ -232,6 +232,8 @@ REFERRAL_RESPONSE_TIME_HIGH: Final = timedelta(hours=72)
 REFERRAL_RESPONSE_TIME_MEDIUM: Final = timedelta(days=5)
 #: Low priority, and referrals no rule scored.
 REFERRAL_RESPONSE_TIME_LOW: Final = timedelta(days=10)
+#: A configured response time longer than this is refused at startup (hours taken for days).
+REFERRAL_RESPONSE_TIME_MAX: Final = timedelta(days=366)
 #: Length bounds of a screen-out reason.
 SCREENING_REASON_MAX_LENGTH: Final = 2000
 

@@ -180,3 +180,16 @@ class QueueBacklog:
     count: int
     oldest_received_at: datetime | None
     overdue: int
+
+
+@attrs.frozen
+class QueueEntry:
+    """A referral as the queue shows it: with its deadline and whether it is past it."""
+
+    referral: Referral
+    respond_by: datetime
+    overdue: bool
+
+
+def queue_entry(referral: Referral, times: ResponseTimes, now: datetime) -> QueueEntry:
+    return QueueEntry(referral, respond_by(referral, times), is_overdue(referral, times, now))

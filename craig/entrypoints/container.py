@@ -56,6 +56,7 @@ from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, UnitOfWorkSendJobQu
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import KEY_ROTATION_BATCH_SIZE
 from craig.entrypoints import metrics
+from craig.entrypoints.casework_wiring import response_times_from
 from craig.entrypoints.security_wiring import (
     captcha_from,
     encrypted_columns,
@@ -65,6 +66,13 @@ from craig.entrypoints.security_wiring import (
 )
 from craig.entrypoints.settings import Settings
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.usecases.case_lifecycle.close_case import CloseCase
+from craig.usecases.case_lifecycle.list_case_placements import ListCasePlacements
+from craig.usecases.case_lifecycle.reindex_family_names import ReindexFamilyNames
+from craig.usecases.case_lifecycle.reopen_case import ReopenCase
+from craig.usecases.case_lifecycle.search_cases import SearchCases
+from craig.usecases.case_lifecycle.unassign_worker import UnassignWorker
+from craig.usecases.case_lifecycle.update_case import UpdateCase
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 from craig.usecases.dead_letters import DeadLetterOperations
@@ -78,6 +86,9 @@ from craig.usecases.exchange import (
     SendJobBacklog,
     StartTransaction,
 )
+from craig.usecases.foster_homes.list_foster_home_page import ListFosterHomePage
+from craig.usecases.foster_homes.list_home_placements import ListHomePlacements
+from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
 from craig.usecases.give_back_send_jobs import GiveBackSendJobs
 from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
 from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
@@ -90,6 +101,10 @@ from craig.usecases.placements import (
     UpdatePlacement,
 )
 from craig.usecases.recover_send_jobs import RecoverExpiredSendJobs
+from craig.usecases.referrals.get_referral import GetReferral
+from craig.usecases.referrals.list_referrals import ListReferrals
+from craig.usecases.referrals.referral_backlog import ReferralBacklog
+from craig.usecases.referrals.screen_referral import ScreenReferral
 from craig.usecases.reserve_send_slot import ReserveSendSlot
 from craig.usecases.rotate_keys import RotateKeys
 from craig.usecases.rule_cache import RuleSetCache
@@ -327,6 +342,26 @@ class Container(containers.DeclarativeContainer):
         rekeyer=field_encryptor,
         columns=providers.Callable(encrypted_columns),
         batch_size=KEY_ROTATION_BATCH_SIZE,
+    )
+
+    # --- casework: the intake queue, the case lifecycle, foster-home changes -------------------
+    # Each is called with the request's unit of work, like the use cases above.
+    response_times = providers.Singleton(response_times_from, settings)
+    list_referrals = providers.Factory(ListReferrals, clock=clock, times=response_times)
+    get_referral = providers.Factory(GetReferral, clock=clock, times=response_times)
+    screen_referral = providers.Factory(ScreenReferral, clock=clock, times=response_times)
+    referral_backlog = providers.Factory(ReferralBacklog, uow_factory=uow.provider, clock=clock, times=response_times)
+    search_cases = providers.Factory(SearchCases)
+    update_case = providers.Factory(UpdateCase, clock=clock)
+    close_case = providers.Factory(CloseCase, clock=clock)
+    reopen_case = providers.Factory(ReopenCase, clock=clock)
+    unassign_worker = providers.Factory(UnassignWorker, clock=clock)
+    list_case_placements = providers.Factory(ListCasePlacements)
+    update_foster_home = providers.Factory(UpdateFosterHome, clock=clock)
+    list_foster_home_page = providers.Factory(ListFosterHomePage)
+    list_home_placements = providers.Factory(ListHomePlacements)
+    reindex_family_names = providers.Factory(
+        ReindexFamilyNames, uow_factory=uow.provider, batch_size=KEY_ROTATION_BATCH_SIZE
     )
 
 

@@ -43,6 +43,7 @@ from craig.ports.errors import ObjectStoreUnavailable, PortError
 from craig.ports.object_store import Download, ObjectStore
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.cases import EVENT_SOURCE
 from craig.usecases.contacts import visible_contact
 from craig.usecases.events import new_event, stage_event
@@ -151,6 +152,7 @@ class UploadAttachment:
         )
         async with self.uow_factory() as phase1:
             await visible_contact(phase1, principal, case_id, contact_id)
+            await visible_open_case(phase1, principal, case_id)  # 409 case-closed
             # Only a retry (an id derived from the Idempotency-Key) can find an earlier attempt.
             earlier = await phase1.attachments.get(contact_id, draft.id) if attachment_id is not None else None
             if earlier is None:

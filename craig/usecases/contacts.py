@@ -18,6 +18,7 @@ from craig.ports.cases import HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.cases import EVENT_SOURCE, visible_case
 from craig.usecases.events import new_event, stage_event
 from craig.usecases.ids import new_id
@@ -70,7 +71,7 @@ class RecordContact:
             now=now,
         )
         async with self.uow:
-            await visible_case(self.uow, principal, case_id)
+            await visible_open_case(self.uow, principal, case_id)  # 409 case-closed
             await self.uow.contacts.add(contact)
             await stage_event(
                 self.uow,

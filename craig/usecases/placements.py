@@ -41,12 +41,14 @@ from craig.domain.placements import (
     UnknownPlacement,
     new_foster_home,
 )
+from craig.domain.versions import IfMatch, check_if_match
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.errors import ConstraintViolation, TransientConflict
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import ONE_ACTIVE_PLACEMENT_PER_CASE, HasFosterHomes, HasPlacements
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.events import new_event, stage_events
 from craig.usecases.ids import new_id
 from craig.usecases.transient_retry import RetryPolicy, retry_transient
@@ -188,7 +190,9 @@ class CreatePlacement:
 
     async def _attempt(self, principal: Principal, command: NewPlacement) -> Placement:
         async with self.uow:
-            await _visible_case(self.uow, principal, command.case_id, NotFound("case", command.case_id))
+            # The case first, held FOR SHARE until commit: a concurrent closure waits for this
+            # placement and then sees it (409 case-has-active-placement), or closed first (409 case-closed).
+            await visible_open_case(self.uow, principal, command.case_id)
             home = None
             if command.foster_home_id is not None:
                 homes = self.uow.foster_homes
@@ -221,6 +225,8 @@ class GetPlacement:
 
 class UpdatePlacement:
     """Change status (activate, end with a reason, cancel) and/or move to another home.
+    ``if_match``, when given, must name the placement's current version (412 otherwise).
+    Activating or moving needs the case open (409 ``case-closed``).
 
     404 for an unknown or invisible placement or an unknown home; 409 for a transition the table
     refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
@@ -231,18 +237,26 @@ class UpdatePlacement:
         self.clock = clock
         self.retry = retry or RetryPolicy()
 
-    async def __call__(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+    async def __call__(
+        self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None = None
+    ) -> Placement:
         return await retry_transient(
-            lambda: self._attempt(principal, placement_id, patch), self.retry, on_retry=_log_retry
+            lambda: self._attempt(principal, placement_id, patch, if_match), self.retry, on_retry=_log_retry
         )
 
-    async def _attempt(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+    async def _attempt(
+        self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None
+    ) -> Placement:
         missing = UnknownPlacement(placement_id)
         async with self.uow:
             current = await self.uow.placements.get_placement_for_update(placement_id)
             if current is None:
                 raise missing
             await _visible_case(self.uow, principal, current.case_id, missing)
+            check_if_match(if_match, "placement", current.version)
+            if patch.status is PlacementStatus.ACTIVE or patch.foster_home_id is not None:
+                # Lock order: the placement, its case (FOR SHARE, against a closure), its homes.
+                await visible_open_case(self.uow, principal, current.case_id)
             wanted = homes_to_lock(current, patch)
             homes = await self.uow.foster_homes.get_foster_homes_for_update(wanted)
             for home_id in wanted:

@@ -32,6 +32,10 @@ from craig.domain.constants import (
     OUTBOX_BATCH_SIZE,
     OUTBOX_POLL_INTERVAL,
     OUTBOX_RETENTION,
+    REFERRAL_RESPONSE_TIME_HIGH,
+    REFERRAL_RESPONSE_TIME_LOW,
+    REFERRAL_RESPONSE_TIME_MEDIUM,
+    REFERRAL_RESPONSE_TIME_URGENT,
     RULE_CACHE_MAX_AGE,
     SEND_LEASE,
     SEND_MAX_CONCURRENCY,
@@ -194,6 +198,23 @@ class RulesSettings:
 
 
 @attrs.define
+class ScreeningSettings:
+    urgent_response_hours: float = _help(
+        "How soon an urgent referral must be screened.", REFERRAL_RESPONSE_TIME_URGENT.total_seconds() / 3600
+    )
+    high_response_hours: float = _help(
+        "How soon a high-priority referral must be screened.", REFERRAL_RESPONSE_TIME_HIGH.total_seconds() / 3600
+    )
+    medium_response_hours: float = _help(
+        "How soon a medium-priority referral must be screened.", REFERRAL_RESPONSE_TIME_MEDIUM.total_seconds() / 3600
+    )
+    low_response_hours: float = _help(
+        "How soon a low-priority or unscored referral must be screened.",
+        REFERRAL_RESPONSE_TIME_LOW.total_seconds() / 3600,
+    )
+
+
+@attrs.define
 class WorkerSettings:
     in_process: bool | None = _help(
         "Run background workers inside `craig serve` (default: yes for memory/embedded).", None
@@ -227,6 +248,7 @@ class Settings:
     exchange: ExchangeSettings = attrs.field(factory=ExchangeSettings)
     intake: IntakeSettings = attrs.field(factory=IntakeSettings)
     rules: RulesSettings = attrs.field(factory=RulesSettings)
+    screening: ScreeningSettings = attrs.field(factory=ScreeningSettings)
     workers: WorkerSettings = attrs.field(factory=WorkerSettings)
 
     @property
