@@ -19,7 +19,12 @@ from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
 from craig.entrypoints.http.client_limits import ClientRateLimitMiddleware
-from craig.entrypoints.http.dependencies import DEPENDENCIES, client_address_dependency, unit_of_work_dependency
+from craig.entrypoints.http.dependencies import (
+    DEPENDENCIES,
+    client_address_dependency,
+    cursors_dependency,
+    unit_of_work_dependency,
+)
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
@@ -47,13 +52,18 @@ def _description(settings: Settings) -> str:
         "Craig: the case-worker API.\n\n"
         "Everything under `/v1` needs `Authorization: Bearer <JWT>`. This document and Swagger UI are "
         "public on purpose (Kerckhoffs): discoverable schemas do not weaken authentication.\n\n"
-        "**Idempotency.** Every POST and PATCH under `/v1` and `/intake` honours an `Idempotency-Key` "
+        "**Idempotency.** Every POST, PATCH and DELETE under `/v1` and `/intake` honours an `Idempotency-Key` "
         "header (1-255 printable ASCII characters). The first request runs; a retry with the same key "
         "and body replays the stored response byte for byte with `Idempotent-Replayed: true`; the same "
         "key with a different body answers 422; a concurrent duplicate waits for the first (up to "
         f"{settings.idempotency.wait_ceiling_seconds:g} s) and then answers 409 with `Retry-After`. "
         f"Keys expire {hours:g} hours after their last claim. A 5xx, or an answer carrying `Retry-After` "
         "(429, a transient 409), is not stored: retry with the same key.\n\n"
+        "**Preconditions.** Cases, referrals, foster homes and placements send an `ETag`; their "
+        "changes take it back as `If-Match` (412 `precondition-failed` with the current `ETag` when "
+        "stale; 428 `precondition-required` where it is required).\n\n"
+        "**Lists** answer keyset pages: `limit` (1-200, default 50) and the opaque `cursor` of the "
+        'previous page\'s `next_cursor` (also in `Link: <...>; rel="next"`).\n\n'
         "Errors are RFC 9457 `application/problem+json`."
     )
 
@@ -107,8 +117,15 @@ def create_app(
         CORSConfig(
             allow_origins=origins,
             allow_credentials=settings.http.cors_allow_credentials,
-            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
-            expose_headers=["Location", "Retry-After", "Idempotent-Replayed", "Idempotency-Body-Omitted"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "If-Match", "If-None-Match"],
+            expose_headers=[
+                "Location",
+                "Retry-After",
+                "Idempotent-Replayed",
+                "Idempotency-Body-Omitted",
+                "ETag",
+                "Link",
+            ],
         )
         if origins
         else None
@@ -135,6 +152,7 @@ def create_app(
             **DEPENDENCIES,
             "uow": unit_of_work_dependency(lambda: container.uow()),
             "client_address": client_address_dependency(settings.http.trusted_proxies),
+            "cursors": cursors_dependency(lambda: container.field_cipher()),
             **use_case_dependencies(container),
         },
         exception_handlers=EXCEPTION_HANDLERS,

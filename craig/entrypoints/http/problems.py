@@ -23,6 +23,8 @@ from litestar.types import ExceptionHandlersMap
 
 from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
+from craig.domain.versions import StaleVersion
+from craig.entrypoints.http.validators import etag
 from craig.ports.errors import ConstraintViolation, InvalidData, PortError, TransientConflict, Unavailable
 
 log = structlog.get_logger(__name__)
@@ -37,9 +39,11 @@ _TITLES = {
     404: "Not Found",
     405: "Method Not Allowed",
     409: "Conflict",
+    412: "Precondition Failed",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    428: "Precondition Required",
     429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",
@@ -129,6 +133,7 @@ def internal_error(
 _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
     (UploadTooLarge, 413),  # before InvalidInput, whose kinds they are
     (UnsupportedUploadType, 415),
+    (StaleVersion, 412),
     (NotFound, 404),
     (Forbidden, 403),
     (Conflict, 409),
@@ -139,7 +144,12 @@ _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
 def _domain(request: Request[Any, Any, Any], error: DomainError) -> Response[bytes]:
     status = next((code for kind, code in _DOMAIN_STATUS if isinstance(error, kind)), 422)
     extra = getattr(error, "problem_extra", None)
-    return problem(status, error.code, error.detail, instance=request.url.path, extra=extra)
+    headers = None
+    if isinstance(error, StaleVersion):
+        # The current ETag, so the client can read what changed and decide.
+        current = etag(error.current_version)
+        headers, extra = {"ETag": current}, {**(extra or {}), "current_etag": current}
+    return problem(status, error.code, error.detail, instance=request.url.path, extra=extra, headers=headers)
 
 
 def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:

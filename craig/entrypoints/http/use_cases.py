@@ -47,6 +47,19 @@ PER_REQUEST = (
     "get_rule_set",
     "list_rule_sets",
     "evaluate_rule_set",
+    # casework
+    "list_referrals",
+    "get_referral",
+    "screen_referral",
+    "search_cases",
+    "update_case",
+    "close_case",
+    "reopen_case",
+    "unassign_worker",
+    "list_case_placements",
+    "update_foster_home",
+    "list_foster_home_page",
+    "list_home_placements",
 )
 
 

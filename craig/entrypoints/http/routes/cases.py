@@ -7,15 +7,22 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
-from craig.domain.cases import Case
+from craig.domain.access import Principal
+from craig.domain.case_search import CaseQuery
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.contacts import Contact
 from craig.domain.pages import Page, PageRequest
-from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.etags import none_match
+from craig.entrypoints.http.pagination import keyset_of, next_page
+from craig.entrypoints.http.problem_docs import problems
+from craig.entrypoints.http.problems import ProblemException
+from craig.entrypoints.http.routes.case_views import CasePage, CaseView, LegacyCasePage, case_headers, case_view
+from craig.usecases.case_lifecycle.search_cases import SearchCases
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
 
@@ -42,18 +49,6 @@ class NewContact(msgspec.Struct):
     summary: str
 
 
-def case_json(case: Case) -> dict[str, Any]:
-    return {
-        "id": case.id,
-        "title": case.title,
-        "family_name": case.family_name,
-        "opened_at": case.opened_at,
-        "created_by": case.created_by,
-        "created_at": case.created_at,
-        "assigned_workers": sorted(str(worker) for worker in case.assigned_workers),
-    }
-
-
 def contact_json(contact: Contact) -> dict[str, Any]:
     return {
         "id": contact.id,
@@ -78,40 +73,115 @@ def page_json(page: Page[Any], render: Any) -> dict[str, Any]:
 
 
 @post(CASES, status_code=201, tags=["cases"], summary="Open a case")
-async def open_case(
-    data: JSONBody[NewCase], principal: Me, open_case: NamedDependency[OpenCase]
-) -> Response[dict[str, Any]]:
+async def open_case(data: JSONBody[NewCase], principal: Me, open_case: NamedDependency[OpenCase]) -> Response[CaseView]:
     """The caller owns the case. Answers 201 with a `Location` header."""
     case = await open_case(principal, title=data.title, family_name=data.family_name, opened_at=data.opened_at)
-    return Response(case_json(case), status_code=201, headers={"Location": f"/v1/cases/{case.id}"})
+    return Response(
+        case_view(case), status_code=201, headers={"Location": f"/v1/cases/{case.id}", **case_headers(case)}
+    )
 
 
-@get(CASE, tags=["cases"], summary="One case")
-async def get_case(case_id: FromPath[UUID], principal: Me, get_case: NamedDependency[GetCase]) -> dict[str, Any]:
-    """404 when the case does not exist or belongs to another case worker."""
-    return case_json(await get_case(principal, case_id))
+@get(CASE, tags=["cases"], summary="One case", responses=problems(304, 404))
+async def get_case(
+    case_id: FromPath[UUID],
+    principal: Me,
+    get_case: NamedDependency[GetCase],
+    if_none_match: Annotated[str | None, HeaderParameter(name="If-None-Match")] = None,
+) -> Response[CaseView]:
+    """404 when the case does not exist or belongs to another case worker. Sends `ETag`; an
+    `If-None-Match` naming it answers 304 without a body."""
+    case = await get_case(principal, case_id)
+    if none_match(if_none_match, case.version):
+        return Response(content=None, status_code=304, headers=case_headers(case))  # type: ignore[arg-type]
+    return Response(case_view(case), headers=case_headers(case))
 
 
-@get(CASES, tags=["cases"], summary="The cases you may see")
+@get(CASES, tags=["cases"], summary="Find the cases you may see", responses=problems(422))
 async def list_cases(
+    request: Request[Any, Any, Any],
     principal: Me,
     list_cases: NamedDependency[ListCases],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> dict[str, Any]:
-    """Case workers see the cases they opened or are assigned to; supervisors and admins all."""
-    found = await list_cases(principal, PageRequest(page, per_page))
-    return page_json(found, case_json)
+    search_cases: NamedDependency[SearchCases],
+    cursors: Paging,
+    status: FromQuery[str | None] = None,
+    assigned_to: FromQuery[str | None] = None,
+    family_name: FromQuery[str | None] = None,
+    opened_from: FromQuery[AwareDatetime | None] = None,
+    opened_to: FromQuery[AwareDatetime | None] = None,
+    referral_id: FromQuery[UUID | None] = None,
+    sort: FromQuery[str | None] = None,
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[CasePage | LegacyCasePage]:
+    """Case workers see the cases they opened or are assigned to, screeners the ones assigned to
+    them, supervisors and admins all; the filters (AND) apply to those. `assigned_to` is `me` or
+    a worker's id; `family_name` matches exactly after case folding and whitespace normalisation;
+    `sort` is `opened_at`, `-opened_at` (default), `updated_at` or `-updated_at`. Keyset pages
+    (`limit` 1-200, `cursor`); `page`/`per_page` still answer the old offset page, without filters."""
+    filters = {
+        "status": status,
+        "assigned_to": assigned_to,
+        "family_name": family_name,
+        "opened_from": opened_from,
+        "opened_to": opened_to,
+        "referral_id": referral_id,
+        "sort": sort,
+        "limit": limit,
+        "cursor": cursor,
+    }
+    if page is not None or per_page is not None:
+        mixed = sorted(name for name, value in filters.items() if value is not None)
+        if mixed:
+            raise ProblemException(
+                400,
+                "invalid-parameter",
+                f"page/per_page cannot be combined with {', '.join(mixed)}",
+                extra={"parameter": mixed[0]},
+            )
+        found = await list_cases(principal, PageRequest(page or 1, per_page or DEFAULT_PAGE_SIZE))
+        legacy = LegacyCasePage([case_view(c) for c in found.items], found.page, found.per_page, found.total)
+        return Response(legacy)
+    query = CaseQuery.parse(
+        status=status,
+        assigned_to=_assignee(assigned_to, principal),
+        family_name=family_name,
+        opened_from=opened_from,
+        opened_to=opened_to,
+        referral_id=referral_id,
+        sort=sort,
+    )
+    kinds = (datetime, UUID)
+    result = await search_cases(principal, query, keyset_of(request, cursors, limit, cursor, kinds))
+    next_cursor, headers = next_page(request, cursors, result.next_after)
+    return Response(CasePage([case_view(c) for c in result.items], next_cursor), headers=headers)
+
+
+def _assignee(value: str | None, principal: Principal) -> UUID | None:
+    if value is None:
+        return None
+    if value == "me":
+        return principal.sub
+    try:
+        return UUID(value)
+    except ValueError:
+        raise ProblemException(
+            400,
+            "invalid-parameter",
+            "assigned_to must be `me` or a worker's id (a UUID)",
+            extra={"parameter": "assigned_to"},
+        ) from None
 
 
 @post(f"{CASE}/assignments", tags=["cases"], summary="Assign a case worker (supervisors, admins)")
 async def assign_worker(
     case_id: FromPath[UUID], data: JSONBody[NewAssignment], principal: Me, assign_worker: NamedDependency[AssignWorker]
-) -> Response[dict[str, Any]]:
+) -> Response[CaseView]:
     """201 with the case when the worker is newly assigned, 200 when already assigned; 403 for
-    case workers."""
+    case workers; 409 `case-closed` for a closed case."""
     case, assigned = await assign_worker(principal, case_id, data.worker_sub)
-    return Response(case_json(case), status_code=201 if assigned else 200)
+    return Response(case_view(case), status_code=201 if assigned else 200, headers=case_headers(case))
 
 
 @post(CONTACTS, status_code=201, tags=["contacts"], summary="Record a contact")

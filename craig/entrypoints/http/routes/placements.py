@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 from uuid import UUID
 
 import msgspec
 from litestar import Response, get, patch, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.pages import PageRequest
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import FosterHome, Placement
 from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.etags import parse_if_match
+from craig.entrypoints.http.validators import etag
 from craig.usecases.placements import (
     CreateFosterHome,
     CreatePlacement,
@@ -38,6 +41,8 @@ class FosterHomeView(msgspec.Struct):
     capacity: int
     occupancy: int
     created_at: datetime
+    status: str
+    version: int
 
 
 class FosterHomePage(msgspec.Struct):
@@ -72,12 +77,31 @@ class PlacementView(msgspec.Struct):
     ended_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    version: int
 
 
 def _home(home: FosterHome) -> FosterHomeView:
     return FosterHomeView(
-        id=home.id, name=home.name, capacity=home.capacity, occupancy=home.occupancy, created_at=home.created_at
+        id=home.id,
+        name=home.name,
+        capacity=home.capacity,
+        occupancy=home.occupancy,
+        created_at=home.created_at,
+        status=home.status.value,
+        version=home.version,
     )
+
+
+def home_view(home: FosterHome) -> FosterHomeView:
+    return _home(home)
+
+
+def home_headers(home: FosterHome) -> dict[str, str]:
+    return {"ETag": etag(home.version)}
+
+
+def placement_headers(placement: Placement) -> dict[str, str]:
+    return {"ETag": etag(placement.version)}
 
 
 def _placement(placement: Placement) -> PlacementView:
@@ -91,6 +115,7 @@ def _placement(placement: Placement) -> PlacementView:
         ended_at=placement.ended_at,
         created_at=placement.created_at,
         updated_at=placement.updated_at,
+        version=placement.version,
     )
 
 
@@ -99,7 +124,8 @@ async def create_foster_home(
     data: JSONBody[NewFosterHomeBody], principal: Me, create_foster_home: NamedDependency[CreateFosterHome]
 ) -> Response[FosterHomeView]:
     home = await create_foster_home(principal, name=data.name, capacity=data.capacity)
-    return Response(_home(home), status_code=201, headers={"Location": f"/v1/foster-homes/{home.id}"})
+    headers = {"Location": f"/v1/foster-homes/{home.id}", **home_headers(home)}
+    return Response(_home(home), status_code=201, headers=headers)
 
 
 @get("/foster-homes", tags=TAGS, summary="Foster homes by name, paginated")
@@ -118,8 +144,12 @@ async def list_foster_homes(
 
 
 @get("/foster-homes/{home_id:uuid}", tags=TAGS, summary="One foster home")
-async def get_foster_home(home_id: FromPath[UUID], get_foster_home: NamedDependency[GetFosterHome]) -> FosterHomeView:
-    return _home(await get_foster_home(home_id))
+async def get_foster_home(
+    home_id: FromPath[UUID], get_foster_home: NamedDependency[GetFosterHome]
+) -> Response[FosterHomeView]:
+    """Sends `ETag` (the `If-Match` of `PATCH`); it changes with the occupancy too."""
+    home = await get_foster_home(home_id)
+    return Response(_home(home), headers=home_headers(home))
 
 
 @post("/placements", status_code=201, tags=TAGS, summary="Place a child of a case, planned or active")
@@ -130,14 +160,17 @@ async def create_placement(
         case_id=data.case_id, foster_home_id=data.foster_home_id, status=data.status, start_date=data.start_date
     )
     placement = await create_placement(principal, command)
-    return Response(_placement(placement), status_code=201, headers={"Location": f"/v1/placements/{placement.id}"})
+    headers = {"Location": f"/v1/placements/{placement.id}", **placement_headers(placement)}
+    return Response(_placement(placement), status_code=201, headers=headers)
 
 
 @get("/placements/{placement_id:uuid}", tags=TAGS, summary="One placement")
 async def get_placement(
     placement_id: FromPath[UUID], principal: Me, get_placement: NamedDependency[GetPlacement]
-) -> PlacementView:
-    return _placement(await get_placement(principal, placement_id))
+) -> Response[PlacementView]:
+    """Sends `ETag`: send it back as `If-Match` on `PATCH` to detect a lost update."""
+    placement = await get_placement(principal, placement_id)
+    return Response(_placement(placement), headers=placement_headers(placement))
 
 
 @patch(
@@ -150,10 +183,14 @@ async def update_placement(
     data: JSONBody[PlacementPatchBody],
     principal: Me,
     update_placement: NamedDependency[UpdatePlacement],
-) -> PlacementView:
+    if_match: Annotated[str | None, HeaderParameter(name="If-Match", description="Optional: the ETag you read")] = None,
+) -> Response[PlacementView]:
+    """With `If-Match`, 412 `precondition-failed` when the placement changed since it was read;
+    without it, the change applies to whatever is current. Activating or moving needs the case
+    open (409 `case-closed`) and the home open (409 `foster-home-closed`)."""
     change = PlacementPatch.parse(status=data.status, end_reason=data.end_reason, foster_home_id=data.foster_home_id)
-    placement = await update_placement(principal, placement_id, change)
-    return _placement(placement)
+    placement = await update_placement(principal, placement_id, change, parse_if_match(if_match))
+    return Response(_placement(placement), headers=placement_headers(placement))
 
 
 ROUTES = [
