@@ -91,6 +91,10 @@ from craig.usecases.foster_homes.list_home_placements import ListHomePlacements
 from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
 from craig.usecases.give_back_send_jobs import GiveBackSendJobs
 from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
+from craig.usecases.listings.list_attachment_page import ListAttachmentPage
+from craig.usecases.listings.list_contact_page import ListContactPage
+from craig.usecases.listings.list_partner_page import ListPartnerPage
+from craig.usecases.listings.list_rule_set_page import ListRuleSetPage
 from craig.usecases.partner_pages import ReadPartnerRecords, ShowPartner
 from craig.usecases.placements import (
     CreateFosterHome,
@@ -360,6 +364,10 @@ class Container(containers.DeclarativeContainer):
     update_foster_home = providers.Factory(UpdateFosterHome, clock=clock)
     list_foster_home_page = providers.Factory(ListFosterHomePage)
     list_home_placements = providers.Factory(ListHomePlacements)
+    list_contact_page = providers.Factory(ListContactPage)
+    list_attachment_page = providers.Factory(ListAttachmentPage)
+    list_partner_page = providers.Factory(ListPartnerPage)
+    list_rule_set_page = providers.Factory(ListRuleSetPage)
     reindex_family_names = providers.Factory(
         ReindexFamilyNames, uow_factory=uow.provider, batch_size=KEY_ROTATION_BATCH_SIZE
     )

@@ -102,6 +102,10 @@ class ContactRepository(Protocol):
         """The case's contacts, most recent ``occurred_at`` first."""
         ...
 
+    async def page_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
+        """The same order, (``occurred_at``, id) descending, after ``keyset.after``."""
+        ...
+
 
 class AttachmentRepository(ObjectRows, Protocol):
     """``uow.attachments``: the ``contact_attachments`` table.
@@ -122,6 +126,10 @@ class AttachmentRepository(ObjectRows, Protocol):
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         """The contact's attachments (every status), oldest first."""
+        ...
+
+    async def page_for_contact(self, contact_id: UUID, keyset: Keyset) -> KeysetPage[Attachment]:
+        """The same order, (``created_at``, id) ascending, after ``keyset.after``."""
         ...
 
 

@@ -29,6 +29,7 @@ from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
+from craig.entrypoints.http.query_guard import refuse_unknown_query_parameters
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
@@ -156,6 +157,7 @@ def create_app(
             **use_case_dependencies(container),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=refuse_unknown_query_parameters,
         middleware=[RequestMetrics()],
         before_send=[security_headers],
         cors_config=cors,

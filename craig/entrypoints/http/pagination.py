@@ -16,6 +16,7 @@ from litestar import Request
 
 from craig.domain.constants import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from craig.domain.keyset import Keyset, SortKey
+from craig.domain.pages import PageRequest
 from craig.entrypoints.http.cursors import Cursors
 from craig.entrypoints.http.problems import ProblemException
 
@@ -53,3 +54,19 @@ def next_page(
     cursor = cursors.encode(_scope(request), after)
     query = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"] + [("cursor", cursor)]
     return cursor, {"Link": f'<{request.url.path}?{urlencode(query)}>; rel="next"'}
+
+
+def legacy_page(page: int | None, per_page: int | None, **keyset_parameters: object) -> PageRequest | None:
+    """The old offset page when ``page`` or ``per_page`` is given (then no keyset parameter or
+    filter may be), else None: the list answers a keyset page."""
+    if page is None and per_page is None:
+        return None
+    mixed = sorted(name for name, value in keyset_parameters.items() if value is not None)
+    if mixed:
+        raise ProblemException(
+            400,
+            "invalid-parameter",
+            f"page/per_page cannot be combined with {', '.join(mixed)}",
+            extra={"parameter": mixed[0]},
+        )
+    return PageRequest(1 if page is None else page, DEFAULT_PAGE_SIZE if per_page is None else per_page)

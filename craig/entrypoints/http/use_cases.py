@@ -60,6 +60,10 @@ PER_REQUEST = (
     "update_foster_home",
     "list_foster_home_page",
     "list_home_placements",
+    "list_contact_page",
+    "list_attachment_page",
+    "list_partner_page",
+    "list_rule_set_page",
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -14,14 +15,15 @@ from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
 
 from craig.domain.attachments import Attachment, content_disposition_attachment
-from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES, DEFAULT_PAGE_SIZE
+from craig.domain.constants import ATTACHMENT_MAX_BYTES, ATTACHMENT_MULTIPART_OVERHEAD_BYTES
 from craig.domain.errors import InvalidInput
-from craig.domain.pages import PageRequest
 from craig.entrypoints.http import request_transaction
-from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
 from craig.entrypoints.http.routes.cases import CONTACT, page_json
 from craig.ports.object_store import Download
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.usecases.listings.list_attachment_page import ListAttachmentPage
 
 ATTACHMENTS = f"{CONTACT}/attachments"
 ATTACHMENT = f"{ATTACHMENTS}/{{attachment_id:uuid}}"
@@ -130,16 +132,28 @@ async def upload_attachment(
 
 @get(ATTACHMENTS, tags=["attachments"], summary="A contact's attachments")
 async def list_attachments(
+    request: Request[Any, Any, Any],
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],
     principal: Me,
+    cursors: Paging,
     list_attachments: NamedDependency[ListAttachments],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> dict[str, Any]:
-    """Every status: `pending` ones are still being stored (or are about to be reconciled)."""
-    found = await list_attachments(principal, case_id, contact_id, PageRequest(page, per_page))
-    return page_json(found, attachment_json)
+    list_attachment_page: NamedDependency[ListAttachmentPage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[dict[str, Any]]:
+    """Every status: `pending` ones are still being stored (or are about to be reconciled).
+    Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        return Response(page_json(await list_attachments(principal, case_id, contact_id, legacy), attachment_json))
+    keyset = keyset_of(request, cursors, limit, cursor, (datetime, UUID))
+    found = await list_attachment_page(principal, case_id, contact_id, keyset)
+    next_cursor, headers = next_page(request, cursors, found.next_after)
+    items = [attachment_json(a) for a in found.items]
+    return Response({"items": items, "next_cursor": next_cursor}, headers=headers)
 
 
 @get(ATTACHMENT, tags=["attachments"], summary="An attachment's metadata")

@@ -13,18 +13,18 @@ from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from craig.domain.access import Principal
 from craig.domain.case_search import CaseQuery
-from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.contacts import Contact
-from craig.domain.pages import Page, PageRequest
+from craig.domain.pages import Page
 from craig.entrypoints.http.dependencies import Me, Paging
 from craig.entrypoints.http.etags import none_match
-from craig.entrypoints.http.pagination import keyset_of, next_page
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
 from craig.entrypoints.http.problem_docs import problems
 from craig.entrypoints.http.problems import ProblemException
 from craig.entrypoints.http.routes.case_views import CasePage, CaseView, LegacyCasePage, case_headers, case_view
 from craig.usecases.case_lifecycle.search_cases import SearchCases
 from craig.usecases.cases import AssignWorker, GetCase, ListCases, OpenCase
 from craig.usecases.contacts import GetContact, ListContacts, RecordContact
+from craig.usecases.listings.list_contact_page import ListContactPage
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 CASES = "/cases"
@@ -131,18 +131,10 @@ async def list_cases(
         "limit": limit,
         "cursor": cursor,
     }
-    if page is not None or per_page is not None:
-        mixed = sorted(name for name, value in filters.items() if value is not None)
-        if mixed:
-            raise ProblemException(
-                400,
-                "invalid-parameter",
-                f"page/per_page cannot be combined with {', '.join(mixed)}",
-                extra={"parameter": mixed[0]},
-            )
-        found = await list_cases(principal, PageRequest(page or 1, per_page or DEFAULT_PAGE_SIZE))
-        legacy = LegacyCasePage([case_view(c) for c in found.items], found.page, found.per_page, found.total)
-        return Response(legacy)
+    legacy = legacy_page(page, per_page, **filters)
+    if legacy is not None:
+        found = await list_cases(principal, legacy)
+        return Response(LegacyCasePage([case_view(c) for c in found.items], found.page, found.per_page, found.total))
     query = CaseQuery.parse(
         status=status,
         assigned_to=_assignee(assigned_to, principal),
@@ -203,14 +195,26 @@ async def record_contact(
 
 @get(CONTACTS, tags=["contacts"], summary="A case's contacts, most recent first")
 async def list_contacts(
+    request: Request[Any, Any, Any],
     case_id: FromPath[UUID],
     principal: Me,
+    cursors: Paging,
     list_contacts: NamedDependency[ListContacts],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> dict[str, Any]:
-    found = await list_contacts(principal, case_id, PageRequest(page, per_page))
-    return page_json(found, contact_json)
+    list_contact_page: NamedDependency[ListContactPage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[dict[str, Any]]:
+    """Keyset pages (`limit`, `cursor`: `{items, next_cursor}`); `page`/`per_page` still answer
+    the old `{items, page, per_page, total}`."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        return Response(page_json(await list_contacts(principal, case_id, legacy), contact_json))
+    keyset = keyset_of(request, cursors, limit, cursor, (datetime, UUID))
+    found = await list_contact_page(principal, case_id, keyset)
+    next_cursor, headers = next_page(request, cursors, found.next_after)
+    return Response({"items": [contact_json(c) for c in found.items], "next_cursor": next_cursor}, headers=headers)
 
 
 @get(CONTACT, tags=["contacts"], summary="One contact")

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
-from litestar import Response, get, patch, post
+from litestar import Request, Response, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
-from craig.domain.constants import DEFAULT_PAGE_SIZE
-from craig.domain.pages import PageRequest
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import FosterHome, Placement
-from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.dependencies import Me, Paging
 from craig.entrypoints.http.etags import parse_if_match
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
 from craig.entrypoints.http.validators import etag
+from craig.usecases.foster_homes.list_foster_home_page import ListFosterHomePage
 from craig.usecases.placements import (
     CreateFosterHome,
     CreatePlacement,
@@ -50,6 +50,11 @@ class FosterHomePage(msgspec.Struct):
     page: int
     per_page: int
     total: int
+
+
+class FosterHomeKeysetPage(msgspec.Struct):
+    items: list[FosterHomeView]
+    next_cursor: str | None
 
 
 class NewPlacementBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -130,17 +135,24 @@ async def create_foster_home(
 
 @get("/foster-homes", tags=TAGS, summary="Foster homes by name, paginated")
 async def list_foster_homes(
+    request: Request[Any, Any, Any],
+    cursors: Paging,
     list_foster_homes: NamedDependency[ListFosterHomes],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> FosterHomePage:
-    result = await list_foster_homes(PageRequest(page=page, per_page=per_page))
-    return FosterHomePage(
-        items=[_home(home) for home in result.items],
-        page=result.page,
-        per_page=result.per_page,
-        total=result.total,
-    )
+    list_foster_home_page: NamedDependency[ListFosterHomePage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[FosterHomePage | FosterHomeKeysetPage]:
+    """Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        result = await list_foster_homes(legacy)
+        items = [_home(home) for home in result.items]
+        return Response(FosterHomePage(items=items, page=result.page, per_page=result.per_page, total=result.total))
+    found = await list_foster_home_page(keyset_of(request, cursors, limit, cursor, (str, UUID)))
+    next_cursor, headers = next_page(request, cursors, found.next_after)
+    return Response(FosterHomeKeysetPage([_home(home) for home in found.items], next_cursor), headers=headers)
 
 
 @get("/foster-homes/{home_id:uuid}", tags=TAGS, summary="One foster home")
