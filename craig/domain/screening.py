@@ -173,6 +173,14 @@ def queue_key(referral: Referral) -> tuple[int, datetime, UUID]:
 
 
 @attrs.frozen
+class QueueReport:
+    """The unscreened referrals per priority, most urgent first, as read at ``now``."""
+
+    now: datetime
+    priorities: tuple[QueueBacklog, ...]
+
+
+@attrs.frozen
 class QueueBacklog:
     """Unscreened referrals of one priority: how many, the oldest's receipt, how many overdue."""
 

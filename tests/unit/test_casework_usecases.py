@@ -109,7 +109,7 @@ async def test_screening_out_needs_a_reason_and_a_fresh_version(world: World) ->
     with pytest.raises(NotFound):
         await screen(world)(sup, uuid.uuid4(), ScreenOut(reason="x"), ANY)
     backlog = await ReferralBacklog(world.uow, world.clock, TIMES)()
-    assert all(b.count == 0 for b in backlog)
+    assert all(b.count == 0 for b in backlog.priorities) and backlog.now == world.clock.now()
 
 
 async def test_queue_entries_show_deadline_and_overdue(world: World) -> None:
@@ -119,7 +119,7 @@ async def test_queue_entries_show_deadline_and_overdue(world: World) -> None:
     page = await ListReferrals(world.uow(), world.clock, TIMES)(person(Role.SCREENER), ReferralQuery(now=T0), Keyset())
     assert [(e.referral.id, e.overdue) for e in page.items] == [(urgent.id, True), (low.id, False)]
     assert page.items[0].respond_by == urgent.received_at + timedelta(hours=24)
-    backlog = {b.priority: b for b in await ReferralBacklog(world.uow, world.clock, TIMES)()}
+    backlog = {b.priority: b for b in (await ReferralBacklog(world.uow, world.clock, TIMES)()).priorities}
     assert (backlog["urgent"].count, backlog["urgent"].overdue, backlog["low"].count) == (1, 1, 1)
 
 

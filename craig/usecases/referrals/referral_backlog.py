@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
-from craig.domain.screening import QueueBacklog, ResponseTimes
+from craig.domain.screening import QueueReport, ResponseTimes
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.unit_of_work import UnitOfWork
@@ -24,6 +24,7 @@ class ReferralBacklog:
         self.clock = clock
         self.times = times
 
-    async def __call__(self) -> Sequence[QueueBacklog]:
+    async def __call__(self) -> QueueReport:
+        now = self.clock.now()
         async with self.uow_factory() as uow:
-            return await uow.referrals.backlog(self.times, self.clock.now())
+            return QueueReport(now=now, priorities=tuple(await uow.referrals.backlog(self.times, now)))
