@@ -18,7 +18,7 @@ from craig.domain.intake import Referral, new_child, new_referral, new_reporter
 from craig.domain.keyset import Keyset
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import FosterHomeClosed, PlacementStatus
-from craig.domain.screening import ReferralAlreadyScreened, ReferralQuery, ResponseTimes
+from craig.domain.screening import ReferralAlreadyScreened, ResponseTimes
 from craig.domain.versions import IfMatch, StaleVersion
 from craig.usecases.case_lifecycle.close_case import CloseCase
 from craig.usecases.case_lifecycle.reopen_case import ReopenCase
@@ -73,7 +73,7 @@ async def test_a_caseworker_may_not_touch_the_queue(world: World) -> None:
     referral = await a_referral(world)
     worker = person(Role.CASEWORKER)
     with pytest.raises(Forbidden):
-        await ListReferrals(world.uow(), world.clock, TIMES)(worker, ReferralQuery(now=T0), Keyset())
+        await ListReferrals(world.uow(), world.clock, TIMES)(worker, Keyset())
     with pytest.raises(Forbidden):
         await GetReferral(world.uow(), world.clock, TIMES)(worker, referral.id)
     with pytest.raises(Forbidden):
@@ -116,7 +116,7 @@ async def test_queue_entries_show_deadline_and_overdue(world: World) -> None:
     urgent = await a_referral(world, "urgent")
     world.clock.advance(timedelta(hours=25))
     low = await a_referral(world, "low")
-    page = await ListReferrals(world.uow(), world.clock, TIMES)(person(Role.SCREENER), ReferralQuery(now=T0), Keyset())
+    page = await ListReferrals(world.uow(), world.clock, TIMES)(person(Role.SCREENER), Keyset())
     assert [(e.referral.id, e.overdue) for e in page.items] == [(urgent.id, True), (low.id, False)]
     assert page.items[0].respond_by == urgent.received_at + timedelta(hours=24)
     backlog = {b.priority: b for b in (await ReferralBacklog(world.uow, world.clock, TIMES)()).priorities}

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
-import attrs
-
 from craig.domain.access import Principal, Role
 from craig.domain.keyset import Keyset, KeysetPage
-from craig.domain.screening import QueueEntry, ReferralQuery, ResponseTimes, queue_entry
+from craig.domain.screening import QueueEntry, ReferralQuery, ReferralStatus, ResponseTimes, queue_entry
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.unit_of_work import UnitOfWork
@@ -22,18 +20,25 @@ class ListReferralsWork(UnitOfWork, HasReferrals, Protocol):
 
 
 class ListReferrals:
-    """403 for a case worker. ``wanted`` names status, priority and overdue; its clock and
-    response times are replaced by this instance's."""
+    """403 for a case worker. ``overdue`` is judged on this instance's clock and response times."""
 
     def __init__(self, uow: ListReferralsWork, clock: Clock, times: ResponseTimes) -> None:
         self.uow = uow
         self.clock = clock
         self.times = times
 
-    async def __call__(self, principal: Principal, wanted: ReferralQuery, keyset: Keyset) -> KeysetPage[QueueEntry]:
+    async def __call__(
+        self,
+        principal: Principal,
+        keyset: Keyset,
+        *,
+        status: ReferralStatus = ReferralStatus.NEW,
+        priority_rank: int | None = None,
+        overdue: bool | None = None,
+    ) -> KeysetPage[QueueEntry]:
         principal.require(*SCREENING_ROLES)
         now = self.clock.now()
-        query = attrs.evolve(wanted, now=now, times=self.times)
+        query = ReferralQuery(status=status, priority_rank=priority_rank, overdue=overdue, now=now, times=self.times)
         async with self.uow:
             page = await self.uow.referrals.queue(query, keyset)
         return KeysetPage(

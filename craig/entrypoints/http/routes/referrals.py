@@ -16,7 +16,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from craig.domain.errors import InvalidInput
-from craig.domain.screening import QueueEntry, ReferralQuery, ReferralStatus, parse_priority
+from craig.domain.screening import QueueEntry, ReferralStatus, parse_priority
 from craig.entrypoints.http.dependencies import Me, Paging
 from craig.entrypoints.http.etags import require_if_match
 from craig.entrypoints.http.pagination import keyset_of, next_page
@@ -108,13 +108,11 @@ def referral_view(entry: QueueEntry) -> ReferralView:
     )
 
 
-def _query(status: str | None, priority: str | None, overdue: bool | None) -> ReferralQuery:
+def _status(status: str | None) -> ReferralStatus:
     try:
-        parsed = ReferralStatus(status or "new")
+        return ReferralStatus(status or "new")
     except ValueError:
         raise InvalidInput(f"status must be new, screened_in or screened_out; got {status!r}") from None
-    rank = parse_priority(priority) if priority is not None else None
-    return ReferralQuery(status=parsed, priority_rank=rank, overdue=overdue, now=datetime.min)
 
 
 @get("/referrals", tags=TAGS, summary="The intake queue, most urgent first", responses=problems(403))
@@ -134,7 +132,8 @@ async def list_referrals(
     `respond_by` is the receipt plus the priority's response time (urgent 24 h, high 72 h,
     medium 5 days, low and unscored 10 days by default); `overdue` while new past it."""
     keyset = keyset_of(request, cursors, limit, cursor, (int, datetime, UUID))
-    found = await list_referrals(principal, _query(status, priority, overdue), keyset)
+    rank = parse_priority(priority) if priority is not None else None
+    found = await list_referrals(principal, keyset, status=_status(status), priority_rank=rank, overdue=overdue)
     next_cursor, headers = next_page(request, cursors, found.next_after)
     return Response(ReferralPage([referral_view(e) for e in found.items], next_cursor), headers=headers)
 
