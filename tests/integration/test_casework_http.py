@@ -75,11 +75,16 @@ async def test_screening_in_opens_a_linked_case(api: CaseworkApi) -> None:
     }
     missing = await api.client.post(f"{path}/screening", json=body, headers=api.screener.headers)
     assert missing.status_code == 428 and problem_type(missing) == "precondition-required"
-    stale = await api.client.post(f"{path}/screening", json=body, headers={**api.screener.headers, "If-Match": '"v9"'})
+    keyed = {**api.screener.headers, "Idempotency-Key": f"screen-{referral}"}
+    stale = await api.client.post(f"{path}/screening", json=body, headers={**keyed, "If-Match": '"v9"'})
     assert stale.status_code == 412 and problem_type(stale) == "precondition-failed"
     assert stale.headers["etag"] == etag == stale.json()["current_etag"]
-    done = await api.client.post(f"{path}/screening", json=body, headers={**api.screener.headers, "If-Match": etag})
+    # A precondition failure is not stored: the same key with the fresh ETag runs.
+    done = await api.client.post(f"{path}/screening", json=body, headers={**keyed, "If-Match": etag})
     assert done.status_code == 201, done.text
+    assert "idempotent-replayed" not in done.headers
+    replayed = await api.client.post(f"{path}/screening", json=body, headers={**keyed, "If-Match": etag})
+    assert replayed.status_code == 201 and replayed.headers["idempotent-replayed"] == "true"
     screened = done.json()
     assert screened["status"] == "screened_in" and screened["screened_by"] == str(api.screener.sub)
     assert done.headers["location"] == f"/v1/cases/{screened['case_id']}"
