@@ -12,6 +12,7 @@ from typing import Any
 
 from craig.adapters.sealed_fields import seal, seal_optional, unseal, unseal_optional
 from craig.domain.intake import Child, Referral, Reporter
+from craig.domain.screening import priority_rank
 from craig.ports.cipher import FieldCipher
 from craig.ports.key_rotation import EncryptedColumn
 
@@ -23,6 +24,7 @@ SEALED_COLUMNS = (
     "child_details",
     "concern",
     "location",
+    "decision_reason",
 )
 REFERRAL_COLUMNS = tuple(EncryptedColumn("referrals", "id", name) for name in SEALED_COLUMNS)
 _COLUMN = {column.column: column for column in REFERRAL_COLUMNS}
@@ -44,6 +46,13 @@ def referral_columns(cipher: FieldCipher, referral: Referral) -> dict[str, Any]:
         "triage_version": referral.triage_version,
         "matched_rule": referral.matched_rule,
         "received_at": referral.received_at,
+        "priority_rank": priority_rank(referral.priority),
+        "status": str(referral.status),
+        "screened_at": referral.screened_at,
+        "screened_by": referral.screened_by,
+        "decision_reason": seal_optional(cipher, _COLUMN["decision_reason"], key, referral.decision_reason),
+        "case_id": referral.case_id,
+        "version": referral.version,
     }
 
 
@@ -67,4 +76,10 @@ def referral_from_columns(cipher: FieldCipher, row: Mapping[Any, Any]) -> Referr
         priority=row["priority"],
         triage_version=row["triage_version"],
         matched_rule=row["matched_rule"],
+        status=row["status"],
+        screened_at=row["screened_at"],
+        screened_by=row["screened_by"],
+        decision_reason=unseal_optional(cipher, _COLUMN["decision_reason"], key, row["decision_reason"]),
+        case_id=row["case_id"],
+        version=row["version"],
     )

@@ -26,6 +26,7 @@ PARTNER_CLIENT_SECRET = EncryptedColumn("partners", "id", "client_secret")
 # Columns that held plaintext until migration 0011: their older rows read as they are until rotated.
 CASE_TITLE = EncryptedColumn("cases", "id", "title", plaintext_history=True)
 CASE_FAMILY_NAME = EncryptedColumn("cases", "id", "family_name", plaintext_history=True)
+CASE_CLOSE_REASON = EncryptedColumn("cases", "id", "close_reason")
 ATTACHMENT_FILE_NAME = EncryptedColumn("contact_attachments", "id", "file_name", plaintext_history=True)
 ATTACHMENT_TYPE = EncryptedColumn("contact_attachments", "id", "attachment_type", plaintext_history=True)
 TRANSACTION_PAYLOAD = EncryptedColumn("exchange_transactions", "id", "payload", plaintext_history=True)

@@ -14,6 +14,8 @@ class Role(enum.StrEnum):
     CASEWORKER = "caseworker"
     SUPERVISOR = "supervisor"
     ADMIN = "admin"
+    #: Screens the intake queue; sees only the cases it is assigned to.
+    SCREENER = "screener"
 
 
 @attrs.frozen
@@ -30,6 +32,11 @@ class Principal:
     @property
     def sees_every_case(self) -> bool:
         return self.role in (Role.SUPERVISOR, Role.ADMIN)
+
+    @property
+    def sees_cases_it_created(self) -> bool:
+        """A screener opens cases for others when it screens a referral in; it does not keep them."""
+        return self.role is not Role.SCREENER
 
     def require(self, *roles: Role) -> None:
         """Raise :class:`Forbidden` unless the principal has one of ``roles``."""

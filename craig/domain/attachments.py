@@ -191,3 +191,8 @@ def new_attachment(
         worker_name=worker_name,
         created_at=now,
     )
+
+
+def attachment_key(attachment: Attachment) -> tuple[datetime, UUID]:
+    """A contact's attachments' order (oldest first): ``created_at``, then id."""
+    return (attachment.created_at, attachment.id)

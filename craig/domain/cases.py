@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import unicodedata
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
@@ -13,6 +15,15 @@ from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_TITLE_MAX_L
 from craig.domain.errors import InvalidInput
 
 
+class CaseStatus(enum.StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def _created_at(case: Case) -> datetime:
+    return case.created_at
+
+
 @attrs.frozen(kw_only=True)
 class Case:
     id: UUID
@@ -22,6 +33,25 @@ class Case:
     created_by: UUID
     created_at: datetime
     assigned_workers: frozenset[UUID] = frozenset()
+    status: CaseStatus = CaseStatus.OPEN
+    closed_at: datetime | None = None
+    close_reason: str | None = None
+    #: The intake referral screened in to open this case, if any.
+    referral_id: UUID | None = None
+    updated_at: datetime = attrs.field(default=attrs.Factory(_created_at, takes_self=True))
+    #: Grows by one with every change of the case (its ETag).
+    version: int = 1
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is CaseStatus.OPEN
+
+
+def normalise_family_name(name: str) -> str:
+    """What a family-name search compares: Unicode compatibility form, case folded, runs of
+    whitespace as one space, no leading or trailing space (``"  DE  la Cruz"`` = ``"de la cruz"``)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return " ".join(folded.split())
 
 
 class Ownership(Protocol):
@@ -42,25 +72,43 @@ def can_see(case: Ownership, principal: Principal) -> bool:
     """
     if principal.sees_every_case:
         return True
-    return principal.sub == case.created_by or principal.sub in case.assigned_workers
+    if principal.sub in case.assigned_workers:
+        return True
+    return principal.sees_cases_it_created and principal.sub == case.created_by
 
 
-def new_case(
-    *, id: UUID, title: str, family_name: str | None, opened_at: datetime, created_by: UUID, now: datetime
-) -> Case:
+def checked_title(title: str) -> str:
     title = title.strip()
     if not title:
         raise InvalidInput("title must not be empty", field="title")
     if len(title) > CASE_TITLE_MAX_LENGTH:
         raise InvalidInput(f"title must be at most {CASE_TITLE_MAX_LENGTH} characters", field="title")
+    return title
+
+
+def checked_family_name(family_name: str | None) -> str | None:
     family = family_name.strip() if family_name else None
     if family is not None and len(family) > CASE_FAMILY_NAME_MAX_LENGTH:
         raise InvalidInput(f"family_name must be at most {CASE_FAMILY_NAME_MAX_LENGTH} characters", field="family_name")
+    return family or None
+
+
+def new_case(
+    *,
+    id: UUID,
+    title: str,
+    family_name: str | None,
+    opened_at: datetime,
+    created_by: UUID,
+    now: datetime,
+    referral_id: UUID | None = None,
+) -> Case:
     return Case(
         id=id,
-        title=title,
-        family_name=family or None,
+        title=checked_title(title),
+        family_name=checked_family_name(family_name),
         opened_at=opened_at,
         created_by=created_by,
         created_at=now,
+        referral_id=referral_id,
     )

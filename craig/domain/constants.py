@@ -364,9 +364,26 @@ DEV_TOKEN_LIFETIME: Final = timedelta(hours=1)
 CASE_TITLE_MAX_LENGTH: Final = 300
 CASE_FAMILY_NAME_MAX_LENGTH: Final = 200
 
+#: How long a closure or reopening reason may be.
+CASE_REASON_MAX_LENGTH: Final = 2000
+
+# --- The intake queue -------------------------------------------------------------------------
+#: How soon a referral must be screened, by priority (``CRAIG_SCREENING__*_HOURS`` override them).
+REFERRAL_RESPONSE_TIME_URGENT: Final = timedelta(hours=24)
+REFERRAL_RESPONSE_TIME_HIGH: Final = timedelta(hours=72)
+REFERRAL_RESPONSE_TIME_MEDIUM: Final = timedelta(days=5)
+#: Low priority, and referrals no rule scored.
+REFERRAL_RESPONSE_TIME_LOW: Final = timedelta(days=10)
+#: A configured response time longer than this is refused at startup (hours taken for days).
+REFERRAL_RESPONSE_TIME_MAX: Final = timedelta(days=366)
+#: Length bounds of a screen-out reason.
+SCREENING_REASON_MAX_LENGTH: Final = 2000
+
 # --- Pagination -----------------------------------------------------------------------------
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 200
+#: Longest opaque cursor accepted (a cursor holds a sort key and its MAC, well under this).
+CURSOR_MAX_LENGTH: Final = 1024
 
 # --- Bearer tokens from a JWKS ----------------------------------------------------------------
 #: The key set is fetched at most once per this interval, however many unknown ``kid``s arrive.

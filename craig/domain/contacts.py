@@ -80,3 +80,8 @@ def new_contact(
         worker_name=worker_name,
         created_at=now,
     )
+
+
+def contact_key(contact: Contact) -> tuple[datetime, UUID]:
+    """A case's contacts' order (most recent first when descending): ``occurred_at``, then id."""
+    return (contact.occurred_at, contact.id)

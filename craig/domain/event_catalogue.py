@@ -53,8 +53,12 @@ CASE_OPENED: Final = EventType(
     "cases.case_opened",
     CASES_SOURCE,
     "case",
-    {"case_id": "the new case", "created_by": "the principal (sub) who opened it"},
-    "a case is opened",
+    {
+        "case_id": "the new case",
+        "created_by": "the principal (sub) who opened it",
+        "referral_id": "the referral it was opened for when screened in, else null",
+    },
+    "a case is opened (directly, or by screening a referral in)",
 )
 CASE_ASSIGNED: Final = EventType(
     "cases.case_assigned",
@@ -66,6 +70,42 @@ CASE_ASSIGNED: Final = EventType(
         "assigned_by": "the supervisor or admin who assigned them",
     },
     "a case worker is assigned to a case, only when the assignment is new",
+)
+CASE_UNASSIGNED: Final = EventType(
+    "cases.case_unassigned",
+    CASES_SOURCE,
+    "case",
+    {
+        "case_id": "the case",
+        "worker_sub": "the case worker no longer assigned",
+        "unassigned_by": "the supervisor or admin who unassigned them",
+    },
+    "a case worker is unassigned from a case",
+)
+CASE_UPDATED: Final = EventType(
+    "cases.case_updated",
+    CASES_SOURCE,
+    "case",
+    {
+        "case_id": "the case",
+        "fields": "the names of the fields that changed (never their values)",
+        "updated_by": "the principal (sub) who changed them",
+    },
+    "a case's title or family name changes",
+)
+CASE_CLOSED: Final = EventType(
+    "cases.case_closed",
+    CASES_SOURCE,
+    "case",
+    {"case_id": "the case", "closed_by": "the principal (sub) who closed it (never the reason)"},
+    "an open case is closed",
+)
+CASE_REOPENED: Final = EventType(
+    "cases.case_reopened",
+    CASES_SOURCE,
+    "case",
+    {"case_id": "the case", "reopened_by": "the supervisor or admin who reopened it (never the reason)"},
+    "a closed case is reopened",
 )
 CONTACT_RECORDED: Final = EventType(
     "cases.contact_recorded",
@@ -111,6 +151,19 @@ FOSTER_HOME_CREATED: Final = EventType(
     "foster_home",
     {"foster_home_id": "the new home", "capacity": "how many children it takes"},
     "a foster home is registered",
+)
+FOSTER_HOME_UPDATED: Final = EventType(
+    "placements.foster_home_updated",
+    PLACEMENTS_SOURCE,
+    "foster_home",
+    {
+        "foster_home_id": "the home",
+        "fields": "the names of the fields that changed (name, capacity, status)",
+        "capacity": "its capacity now",
+        "status": "its status now (open or closed)",
+        "updated_by": "the supervisor or admin who changed it",
+    },
+    "a foster home's name, capacity or status changes",
 )
 PLACEMENT_CREATED: Final = EventType(
     "placements.placement_created",
@@ -183,6 +236,29 @@ REFERRAL_RECEIVED: Final = EventType(
     },
     "a public referral is stored",
 )
+REFERRAL_SCREENED_IN: Final = EventType(
+    "intake.referral_screened_in",
+    INTAKE_SOURCE,
+    "referral",
+    {
+        "referral_id": "the referral",
+        "reference": "its short reference",
+        "case_id": "the case opened for it",
+        "screened_by": "the screener, supervisor or admin who screened it",
+    },
+    "a referral is screened in and a case opened for it",
+)
+REFERRAL_SCREENED_OUT: Final = EventType(
+    "intake.referral_screened_out",
+    INTAKE_SOURCE,
+    "referral",
+    {
+        "referral_id": "the referral",
+        "reference": "its short reference",
+        "screened_by": "the screener, supervisor or admin who screened it (never the reason)",
+    },
+    "a referral is screened out",
+)
 RULES_CACHE_INVALIDATED: Final = EventType(
     "rules.cache_invalidated",
     RULES_SOURCE,
@@ -199,10 +275,15 @@ RULES_CACHE_INVALIDATED: Final = EventType(
 CATALOGUE: Final[tuple[EventType, ...]] = (
     CASE_OPENED,
     CASE_ASSIGNED,
+    CASE_UNASSIGNED,
+    CASE_UPDATED,
+    CASE_CLOSED,
+    CASE_REOPENED,
     CONTACT_RECORDED,
     CONTACT_ATTACHMENT_UPLOADED,
     CONTACT_ATTACHMENT_UPLOAD_FAILED,
     FOSTER_HOME_CREATED,
+    FOSTER_HOME_UPDATED,
     PLACEMENT_CREATED,
     PLACEMENT_ACTIVATED,
     PLACEMENT_ENDED,
@@ -211,6 +292,8 @@ CATALOGUE: Final[tuple[EventType, ...]] = (
     EXCHANGE_SENT,
     EXCHANGE_SEND_FAILED,
     REFERRAL_RECEIVED,
+    REFERRAL_SCREENED_IN,
+    REFERRAL_SCREENED_OUT,
     RULES_CACHE_INVALIDATED,
 )
 BY_NAME: Final[Mapping[str, EventType]] = MappingProxyType({event.name: event for event in CATALOGUE})

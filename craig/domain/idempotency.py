@@ -177,15 +177,21 @@ def finalize_failed(slot: Slot, token: int, detail: str, now: datetime) -> Slot:
 # --- responses ---------------------------------------------------------------------------------
 
 
+#: Precondition answers (412 stale If-Match, 428 missing If-Match): never stored, see is_final.
+PRECONDITION_STATUSES = frozenset({412, 428})
+
+
 def is_final(status_code: int, headers: Iterable[tuple[str, str]] = ()) -> bool:
     """Whether an answer is the request's outcome, to be stored and replayed.
 
     Below 500 it is (a 404 or a 422 will not change on retry), with one exception: an answer
     carrying ``Retry-After`` (a 429, a 409 "concurrent update, retry") tells the client to come
-    back, and replaying it forever would contradict it. Such answers, like every 5xx, mark the
-    slot failed so the same key can be retried.
+    back, and replaying it forever would contradict it. Nor are 412 and 428: they judge the
+    ``If-Match`` header, which the fingerprint does not cover, so a client that read the resource
+    again retries with the same key and a fresh ETag. Such answers, like every 5xx, mark the slot
+    failed so the same key can be retried.
     """
-    if status_code >= 500:
+    if status_code >= 500 or status_code in PRECONDITION_STATUSES:
         return False
     return not any(name.lower() == "retry-after" for name, _ in headers)
 

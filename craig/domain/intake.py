@@ -122,6 +122,14 @@ class Referral:
     priority: str | None = None
     triage_version: int | None = None
     matched_rule: int | None = None
+    #: Screening (:mod:`craig.domain.screening`): ``new``, ``screened_in`` or ``screened_out``.
+    status: str = "new"
+    screened_at: datetime | None = None
+    screened_by: UUID | None = None
+    decision_reason: str | None = None
+    case_id: UUID | None = None
+    #: Grows by one with every change (its ETag).
+    version: int = 1
 
 
 def _text(value: str | None, field: str, max_length: int, *, required: bool) -> str | None:

@@ -40,6 +40,7 @@ from craig.domain.placements import (
     occupy,
     parse_end_reason,
     parse_status,
+    require_open_home,
     vacate,
     validate_placement_transition,
 )
@@ -201,6 +202,8 @@ def decide_new_placement(
         created_at=now,
         updated_at=now,
     )
+    if home is not None:
+        require_open_home(home)
     homes = {home.id: home} if home else {}
     entering = home.id if home and placement.occupies_home else None
     changed = _occupancy(homes, None, entering)
@@ -230,6 +233,8 @@ def decide_change(
     moved = home_id != current.foster_home_id
     if not moved and patch.status is None:
         return PlacementDecision(placement=current)
+    if moved and home_id is not None:
+        require_open_home(_locked(homes, home_id))
     ended = status is PlacementStatus.ENDED
     placement = attrs.evolve(
         current,
@@ -238,6 +243,7 @@ def decide_change(
         end_reason=patch.end_reason if ended else current.end_reason,
         ended_at=now if ended else current.ended_at,
         updated_at=now,
+        version=current.version + 1,
     )
     events = []
     if moved:

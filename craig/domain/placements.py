@@ -32,6 +32,11 @@ class PlacementStatus(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+class FosterHomeStatus(enum.StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
 class EndReason(enum.StrEnum):
     REUNIFIED = "reunified"
     ADOPTED = "adopted"
@@ -91,6 +96,14 @@ class FosterHomeAtCapacity(Conflict):
         }
 
 
+class FosterHomeClosed(Conflict):
+    code = "foster-home-closed"
+
+    def __init__(self, home: FosterHome) -> None:
+        super().__init__(f"foster home {home.id} is closed; it takes no new placement")
+        self.problem_extra: dict[str, Any] = {"foster_home_id": str(home.id)}
+
+
 class OccupancyUnderflow(Conflict):
     """Vacating an empty home: the stored occupancy disagrees with the placements."""
 
@@ -140,10 +153,23 @@ class FosterHome:
     occupancy: int = attrs.field(validator=_occupancy_within_capacity)
     created_by: UUID
     created_at: datetime
+    status: FosterHomeStatus = FosterHomeStatus.OPEN
+    #: Grows by one with every change of the home, its occupancy included (its ETag).
+    version: int = 1
 
     @property
     def is_full(self) -> bool:
         return self.occupancy >= self.capacity
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is FosterHomeStatus.OPEN
+
+
+def require_open_home(home: FosterHome) -> None:
+    """:class:`FosterHomeClosed` (409) unless the home takes placements."""
+    if not home.is_open:
+        raise FosterHomeClosed(home)
 
 
 def new_foster_home(*, id: UUID, name: str, capacity: int, created_by: UUID, now: datetime) -> FosterHome:
@@ -159,7 +185,9 @@ def new_foster_home(*, id: UUID, name: str, capacity: int, created_by: UUID, now
 
 
 def occupy(home: FosterHome) -> FosterHome:
-    """One more active placement; :class:`FosterHomeAtCapacity` (409) when the home is full."""
+    """One more active placement; :class:`FosterHomeClosed` (409) when the home is closed,
+    :class:`FosterHomeAtCapacity` (409) when it is full."""
+    require_open_home(home)
     if home.is_full:
         raise FosterHomeAtCapacity(home)
     return attrs.evolve(home, occupancy=home.occupancy + 1)
@@ -184,8 +212,20 @@ class Placement:
     created_by: UUID
     created_at: datetime
     updated_at: datetime
+    #: Grows by one with every change (its ETag).
+    version: int = 1
 
     @property
     def occupies_home(self) -> bool:
         """True when this placement counts towards its home's occupancy."""
         return self.status is PlacementStatus.ACTIVE
+
+
+def history_key(placement: Placement) -> tuple[datetime, UUID]:
+    """Placement histories' order (newest first when descending): creation, then id."""
+    return (placement.created_at, placement.id)
+
+
+def home_key(home: FosterHome) -> tuple[str, UUID]:
+    """Foster homes' order: name, then id."""
+    return (home.name, home.id)

@@ -50,6 +50,13 @@ from craig.usecases.attachments import (
 )
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
+from craig.usecases.case_lifecycle.close_case import CloseCase
+from craig.usecases.case_lifecycle.list_case_placements import ListCasePlacements
+from craig.usecases.case_lifecycle.reindex_family_names import ReindexFamilyNames
+from craig.usecases.case_lifecycle.reopen_case import ReopenCase
+from craig.usecases.case_lifecycle.search_cases import SearchCases
+from craig.usecases.case_lifecycle.unassign_worker import UnassignWorker
+from craig.usecases.case_lifecycle.update_case import UpdateCase
 from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, OpenCase, RecordContact
 from craig.usecases.events import DeadLetterOperations
 from craig.usecases.exchange import (
@@ -67,8 +74,15 @@ from craig.usecases.exchange import (
     ShowPartner,
     StartTransaction,
 )
+from craig.usecases.foster_homes.list_foster_home_page import ListFosterHomePage
+from craig.usecases.foster_homes.list_home_placements import ListHomePlacements
+from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
 from craig.usecases.idempotency import IdempotentRequests
 from craig.usecases.intake import AdmitIntakeClient, SubmitReferral
+from craig.usecases.listings.list_attachment_page import ListAttachmentPage
+from craig.usecases.listings.list_contact_page import ListContactPage
+from craig.usecases.listings.list_partner_page import ListPartnerPage
+from craig.usecases.listings.list_rule_set_page import ListRuleSetPage
 from craig.usecases.operations import RotateKeys
 from craig.usecases.placements import (
     CreateFosterHome,
@@ -78,6 +92,10 @@ from craig.usecases.placements import (
     ListFosterHomes,
     UpdatePlacement,
 )
+from craig.usecases.referrals.get_referral import GetReferral
+from craig.usecases.referrals.list_referrals import ListReferrals
+from craig.usecases.referrals.referral_backlog import ReferralBacklog
+from craig.usecases.referrals.screen_referral import ScreenReferral
 from craig.usecases.rules import (
     CreateRuleSet,
     EvaluateRuleSet,
@@ -240,6 +258,30 @@ class Container(containers.DeclarativeContainer):
     outbox_relay = background.outbox_relay
     subscriptions = background.subscriptions
     purge_expired = background.purge_expired
+
+    # --- casework: the intake queue, the case lifecycle, foster-home changes -------------------
+    # Each is called with the request's unit of work, like the use cases above.
+    response_times = policies.referral_response_times
+    list_referrals = providers.Factory(ListReferrals, clock=clock, times=response_times)
+    get_referral = providers.Factory(GetReferral, clock=clock, times=response_times)
+    screen_referral = providers.Factory(ScreenReferral, clock=clock, times=response_times)
+    referral_backlog = providers.Factory(ReferralBacklog, uow_factory=uow.provider, clock=clock, times=response_times)
+    search_cases = providers.Factory(SearchCases)
+    update_case = providers.Factory(UpdateCase, clock=clock)
+    close_case = providers.Factory(CloseCase, clock=clock)
+    reopen_case = providers.Factory(ReopenCase, clock=clock)
+    unassign_worker = providers.Factory(UnassignWorker, clock=clock)
+    list_case_placements = providers.Factory(ListCasePlacements)
+    update_foster_home = providers.Factory(UpdateFosterHome, clock=clock)
+    list_foster_home_page = providers.Factory(ListFosterHomePage)
+    list_home_placements = providers.Factory(ListHomePlacements)
+    list_contact_page = providers.Factory(ListContactPage)
+    list_attachment_page = providers.Factory(ListAttachmentPage)
+    list_partner_page = providers.Factory(ListPartnerPage)
+    list_rule_set_page = providers.Factory(ListRuleSetPage)
+    reindex_family_names = providers.Factory(
+        ReindexFamilyNames, uow_factory=uow.provider, batch_size=KEY_ROTATION_BATCH_SIZE
+    )
 
 
 #: The only place that maps a profile to anything.

@@ -14,6 +14,7 @@ from dependency_injector import containers, providers
 from craig.domain.attachments import UploadValidation
 from craig.domain.constants import IDEMPOTENCY_LOSER_POLL_INTERVAL
 from craig.domain.inbox import RetryPolicy
+from craig.domain.screening import ResponseTimes
 from craig.entrypoints.security_wiring import intake_policy_from
 from craig.entrypoints.settings import Settings
 from craig.usecases.exchange import SendPolicy
@@ -26,6 +27,16 @@ def seconds(value: float) -> timedelta:
 
 def hours(value: float) -> timedelta:
     return timedelta(hours=value)
+
+
+def response_times_from(settings: Settings) -> ResponseTimes:
+    screening = settings.screening
+    return ResponseTimes(
+        urgent=timedelta(hours=screening.urgent_response_hours),
+        high=timedelta(hours=screening.high_response_hours),
+        medium=timedelta(hours=screening.medium_response_hours),
+        low=timedelta(hours=screening.low_response_hours),
+    )
 
 
 def days(value: float) -> timedelta:
@@ -45,6 +56,8 @@ class Policies(containers.DeclarativeContainer):
     )
     upload_validation = providers.Singleton(UploadValidation, max_bytes=settings.provided.attachments.max_bytes)
     intake = providers.Singleton(intake_policy_from, settings)
+    #: How soon a referral must be screened, by priority.
+    referral_response_times = providers.Singleton(response_times_from, settings)
     rule_cache_max_age = providers.Callable(seconds, settings.provided.rules.cache_max_age_seconds)
 
     # --- events: the relay and the inbox's redeliveries --------------------------------------------

@@ -124,7 +124,7 @@ def principal_from_claims(claims: dict[str, Any]) -> Principal:
     try:
         role = Role(str(claims.get("role", "")))
     except ValueError:
-        raise InvalidToken("claim `role` must be caseworker, supervisor or admin") from None
+        raise InvalidToken("claim `role` must be caseworker, screener, supervisor or admin") from None
     name = claims.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InvalidToken("claim `name` is required")

@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.attachments import Attachment
+from craig.domain.case_search import CaseQuery
 from craig.domain.cases import Case
 from craig.domain.contacts import Contact
+from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.pages import Page, PageRequest
 from craig.ports.object_rows import ObjectRows
+
+#: The partial unique index: at most one case per referral.
+ONE_CASE_PER_REFERRAL: Final = "cases_one_per_referral"
 
 
 class CaseRepository(Protocol):
     """``uow.cases``. Every method runs in the unit of work's transaction.
 
     ``title`` and ``family_name`` are stored only through ``uow.cipher``, bound to the case's row;
-    a value that does not decrypt raises :class:`craig.ports.errors.UndecryptableData`.
+    a value that does not decrypt raises :class:`craig.ports.errors.UndecryptableData`. The family
+    name is also stored as its blind index (``uow.cipher.blind_index`` of the normalised name),
+    which :meth:`search` compares.
+
+    Lock order: a case before anything of it (its placements' homes come after it).
     """
 
-    async def add(self, case: Case) -> None: ...
+    async def add(self, case: Case) -> None:
+        """Insert; a second case for one referral raises ``ConstraintViolation``
+        (:data:`ONE_CASE_PER_REFERRAL`)."""
+        ...
 
     async def get(self, case_id: UUID) -> Case | None:
         """The case with its assigned workers, or None."""
@@ -31,7 +43,43 @@ class CaseRepository(Protocol):
         ...
 
     async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
-        """Assign a worker; False when already assigned (idempotent)."""
+        """Assign a worker; False when already assigned (idempotent). A new assignment makes
+        the case one version newer (``updated_at`` the database's now)."""
+        ...
+
+    async def unassign(self, case_id: UUID, worker_sub: UUID) -> bool:
+        """Remove an assignment; False when the worker was not assigned. Makes the case one
+        version newer when it removes one."""
+        ...
+
+    async def get_for_update(self, case_id: UUID) -> Case | None:
+        """``SELECT … FOR NO KEY UPDATE``: the case, locked against every other writer of it and
+        against :meth:`get_for_share`, until the transaction ends."""
+        ...
+
+    async def get_for_share(self, case_id: UUID) -> Case | None:
+        """``SELECT … FOR SHARE``: the case, kept from changing (closing) until the transaction
+        ends; other sharers are not blocked. Whoever adds to a case (a contact, a placement)
+        reads it so."""
+        ...
+
+    async def save(self, case: Case) -> None:
+        """Store title, family name, status, closure, ``updated_at`` and version of a case this
+        transaction locked (:meth:`get_for_update`)."""
+        ...
+
+    async def search(self, principal: Principal, query: CaseQuery, keyset: Keyset) -> KeysetPage[Case]:
+        """The visible cases that match ``query``, in its sort order then id, after ``keyset.after``."""
+        ...
+
+    async def reindex_family_names(self, after: UUID | None, limit: int) -> tuple[int, UUID | None]:
+        """Re-make the blind index under the newest key for up to ``limit`` cases after
+        ``after`` (by id) whose index is not; returns how many were scanned and the last id.
+        For ``craig keys rotate``."""
+        ...
+
+    async def count_stale_family_name_indexes(self) -> int:
+        """Cases whose family-name index is not under the newest key."""
         ...
 
 
@@ -54,6 +102,10 @@ class ContactRepository(Protocol):
         """The case's contacts, most recent ``occurred_at`` first."""
         ...
 
+    async def page_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
+        """The same order, (``occurred_at``, id) descending, after ``keyset.after``."""
+        ...
+
 
 class AttachmentRepository(ObjectRows, Protocol):
     """``uow.attachments``: the ``contact_attachments`` table.
@@ -74,6 +126,10 @@ class AttachmentRepository(ObjectRows, Protocol):
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         """The contact's attachments (every status), oldest first."""
+        ...
+
+    async def page_for_contact(self, contact_id: UUID, keyset: Keyset) -> KeysetPage[Attachment]:
+        """The same order, (``created_at``, id) ascending, after ``keyset.after``."""
         ...
 
 

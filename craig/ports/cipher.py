@@ -45,3 +45,21 @@ class FieldCipher(Protocol):
     def encrypt_bytes(self, plaintext: bytes, context: FieldContext) -> bytes: ...
 
     def decrypt_bytes(self, stored: bytes, context: FieldContext) -> bytes: ...
+
+    def blind_index(self, purpose: str, value: str) -> str:
+        """A keyed digest of ``value`` (HMAC-SHA-256 under a key derived from the newest key of
+        the ring, separate per ``purpose``), to find rows by an encrypted value without
+        decrypting them: equal values give equal digests under one key. The stored form names
+        the key, like ciphertext does (``bi1:<key id>:<digest>``)."""
+        ...
+
+    def blind_index_candidates(self, purpose: str, value: str) -> list[str]:
+        """:meth:`blind_index` of ``value`` under every key of the ring, newest first: what a
+        lookup compares, so rows indexed before a rotation are still found."""
+        ...
+
+    @property
+    def blind_index_prefix(self) -> str:
+        """Every digest made under the newest key starts with this (rows that do not are
+        re-indexed by ``craig keys rotate``)."""
+        ...

@@ -12,6 +12,7 @@ import attrs
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, DispatchResult, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
@@ -54,6 +55,10 @@ class PartnerRepository(Protocol):
         """As :meth:`get_many`, but a partner whose client secret cannot be decrypted comes back
         as an :class:`UnusablePartner` instead of failing the call: one broken partner must not
         stop the others' jobs."""
+        ...
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[Partner]:
+        """Partners by name, then id, after ``keyset.after``."""
         ...
 
     async def list(self, page: PageRequest) -> Page[Partner]:

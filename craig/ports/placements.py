@@ -17,8 +17,9 @@ from uuid import UUID
 
 import attrs
 
+from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.pages import Page, PageRequest
-from craig.domain.placements import FosterHome, Placement
+from craig.domain.placements import FosterHome, Placement, PlacementStatus
 
 #: The partial unique index: at most one active placement per case.
 ONE_ACTIVE_PLACEMENT_PER_CASE: Final = "placements_one_active_per_case"
@@ -68,8 +69,18 @@ class FosterHomeRepository(Protocol):
         Missing ids are absent from the result."""
         ...
 
+    async def update(self, home: FosterHome) -> None:
+        """Store name, capacity, status and version of a home this transaction locked. Raises
+        ``ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY)`` when the capacity is below the
+        stored occupancy (nothing changes)."""
+        ...
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[FosterHome]:
+        """Homes by name, then id, after ``keyset.after``."""
+        ...
+
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
-        """``occupancy += delta`` in one statement; returns the new home. Raises
+        """``occupancy += delta`` in one statement, one version newer; returns the new home. Raises
         ``ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY)`` when the result would leave
         ``0..capacity`` (nothing changes), ``UnknownFosterHome`` (404, a ``LookupError``) for an
         unknown home."""
@@ -103,13 +114,27 @@ class PlacementRepository(Protocol):
         ...
 
     async def update(self, placement: Placement) -> None:
-        """Store status, home, end reason, ``ended_at`` and ``updated_at`` of a placement locked
+        """Store status, home, end reason, ``ended_at``, ``updated_at`` and version of a placement locked
         by this transaction. Raises ``ConstraintViolation`` like :meth:`add`, and
         ``UnknownPlacement`` (404, a ``LookupError``) when the placement does not exist."""
         ...
 
     async def count_active_in(self, home_id: UUID) -> int:
         """Active placements in the home: what its occupancy must equal."""
+        ...
+
+    async def count_active_for_case(self, case_id: UUID) -> int:
+        """Active placements of the case (0 or 1)."""
+        ...
+
+    async def list_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:
+        """The case's placements, newest first (``created_at``, then id, descending)."""
+        ...
+
+    async def list_for_home(
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+    ) -> KeysetPage[Placement]:
+        """The home's placements (of one status, if given), newest first."""
         ...
 
 

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import attrs
 
+from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.pages import Page, PageRequest
 from craig.domain.rules import RuleSet
 
@@ -46,6 +47,10 @@ class RuleSetRepository(Protocol):
         ...
 
     async def get(self, name: str, version: int) -> RuleSet | None: ...
+
+    async def latest_page(self, keyset: Keyset) -> KeysetPage[RuleSetSummary]:
+        """The latest version of every rule set by name, after ``keyset.after`` (a name)."""
+        ...
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         """One summary per name (its latest version), ordered by name."""

@@ -24,12 +24,14 @@ from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
 from craig.adapters.postgres.key_rotation import PostgresEncryptedColumnStore
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, RESPONSE_BODY, SEND_JOB_PAYLOAD, UnreadableJson
 from craig.domain.attachments import Attachment, new_attachment
+from craig.domain.case_lifecycle import close
 from craig.domain.cases import Case, new_case
 from craig.domain.contacts import Contact, new_contact
 from craig.domain.exchange_transactions import ExchangeTransaction, new_transaction
 from craig.domain.idempotency import ClaimRequest, StoredResponse
 from craig.domain.intake import Referral, new_child, new_referral, new_reporter
 from craig.domain.partners import Partner
+from craig.domain.screening import screen_out
 from craig.ports.cipher import FieldCipher
 from craig.ports.errors import UndecryptableData
 from craig.ports.idempotency import Claimed, IdempotencyStore
@@ -75,8 +77,14 @@ def column_store(backend: Backend) -> EncryptedColumnStore:
 async def write_everything(backend: Backend, cipher: FieldCipher) -> Written:
     """One row of every table that has an encrypted column, each encrypted column holding MARK."""
     owner = uuid.uuid4()
-    case = new_case(
-        id=new_id(), title=f"{MARK} title", family_name=f"{MARK} family", opened_at=T0, created_by=owner, now=T0
+    case, _ = close(
+        new_case(
+            id=new_id(), title=f"{MARK} title", family_name=f"{MARK} family", opened_at=T0, created_by=owner, now=T0
+        ),
+        f"{MARK} closed",
+        active_placements=0,
+        by=owner,
+        now=T0,
     )
     contact = new_contact(
         id=new_id(),
@@ -118,6 +126,7 @@ async def write_everything(backend: Backend, cipher: FieldCipher) -> Written:
         location=f"{MARK} location",
         now=T0,
     )
+    referral, _ = screen_out(referral, reason=f"{MARK} reason", by=owner, now=T0)
     uow = uow_with(backend, cipher)
     async with uow:
         await uow.cases.add(case)

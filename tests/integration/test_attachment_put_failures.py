@@ -91,7 +91,7 @@ async def test_any_put_failure_is_compensated_and_answered_as_a_problem(
     assert problem_code(failed.json()) == problem
     assert "Traceback" not in failed.text
     assert not str(error) or str(error) not in failed.text
-    assert (await api.client.get(path, headers=api.ann)).json()["total"] == 0  # no pending row
+    assert (await api.client.get(path, headers=api.ann)).json()["items"] == []  # no pending row
     assert await api.events("cases.contact_attachment") == [
         "cases.contact_attachment_uploaded",
         "cases.contact_attachment_upload_failed",

@@ -32,6 +32,7 @@ STATUS_KEYS = {
     "attachments": {"tables", "scanner"},
     "placements": {"foster_homes", "homes_at_capacity", "full_homes", "homes_with_occupancy_drift"},
     "send_jobs": {"jobs_by_status", "oldest_due_age_seconds"},
+    "intake_queue": {"by_priority", "unscreened", "overdue"},
 }
 
 
@@ -85,6 +86,12 @@ def test_status_json_has_the_documented_keys(tmp_path: Path) -> None:
     assert set(report["send_jobs"]["jobs_by_status"]) == {"pending", "in_flight", "sent", "failed"}
     assert report["attachments"]["tables"]["contact_attachments"] == {"pending": 0, "oldest_pending_age_seconds": None}
     assert report["attachments"]["scanner"] == {"grace_seconds": 3600, "interval_seconds": 300}
+    assert set(report["intake_queue"]["by_priority"]) == {"urgent", "high", "medium", "low", "unscored"}
+    assert report["intake_queue"]["by_priority"]["urgent"] == {
+        "unscreened": 0,
+        "overdue": 0,
+        "oldest_age_seconds": None,
+    }
     table = craig("status", env=environment(tmp_path))
     assert table.returncode == 0 and table.stdout.startswith("[craig]\n") and "[send jobs]" in table.stdout
 

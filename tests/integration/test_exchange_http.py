@@ -81,7 +81,7 @@ async def test_an_admin_registers_a_partner_whose_secret_is_never_returned(api: 
     created = await api.partner(rate_limit_rpm=120)
     assert "client_secret" not in created
     assert created["rate_limit_rpm"] == 120 and created["effective_rate_limit_rpm"] == 120
-    listed = await api.client.get("/v1/exchange/partners", headers=api.worker)
+    listed = await api.client.get("/v1/exchange/partners?per_page=50", headers=api.worker)
     assert listed.status_code == 200
     assert listed.json()["total"] == 1 and listed.json()["items"][0]["id"] == created["id"]
     assert "s3cret" not in listed.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ import structlog
 from sqlalchemy import text
 
 from craig.adapters.crypto.aesgcm import FieldEncryptor
+from craig.domain.access import Principal, Role
+from craig.domain.case_search import CaseQuery
+from craig.domain.keyset import Keyset
 from craig.entrypoints import cli
 from craig.entrypoints.cli import keys
 from craig.entrypoints.container import Container
@@ -22,6 +26,8 @@ from tests.support import apps
 pytestmark = pytest.mark.integration
 
 OLD, NEW = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
+SOMEONE = Principal(uuid.uuid4(), "Ann", Role.CASEWORKER)
+SUPERVISOR = Principal(uuid.uuid4(), "Sue", Role.SUPERVISOR)
 
 
 def container(tmp_path: Path, pg_url: str, key: str) -> Container:
@@ -33,6 +39,7 @@ async def test_rotation_with_a_progress_bar(tmp_path: Path, pg_url: str, capsys:
     for n in range(5):
         form = ReferralForm(reporter_name=f"Reporter {n}", child_first_name=f"Child {n}", concern=f"concern {n}")
         await before.submit_referral(uow=before.uow())(form, f"192.0.2.{n}")
+    okafor = await before.open_case(uow=before.uow())(SOMEONE, title="t", family_name="Okafor", opened_at=None)
     await before.postgres().dispose()
 
     after = container(tmp_path / "after", pg_url, f"new:{NEW},old:{OLD}")
@@ -43,7 +50,9 @@ async def test_rotation_with_a_progress_bar(tmp_path: Path, pg_url: str, capsys:
     progress = stderr.getvalue()
     assert "re-encrypting under key 'new' (ring: new, old)" in progress
     assert "referrals.reporter_name" in progress and "[" + "#" * 30 + "] 100% 5/5" in progress
-    assert "done: every value is under the newest key" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "done: every value is under the newest key" in out
+    assert "cases.family_name_index" in out and "reindexed=1 remaining=0" in out
 
     new_only = container(tmp_path / "new-only", pg_url, f"new:{NEW}")
     async with new_only.postgres().transaction() as conn:
@@ -54,6 +63,9 @@ async def test_rotation_with_a_progress_bar(tmp_path: Path, pg_url: str, capsys:
     assert sorted(ring.decrypt(r[1], name.context(r[0])) for r in rows) == [f"Reporter {n}" for n in range(5)]
     async with new_only.uow() as uow:
         assert (await uow.referrals.get(rows[0][0])) is not None
+        # The family name's blind index moved to the new key: the old key is no longer needed.
+        found = await uow.cases.search(SUPERVISOR, CaseQuery.parse(family_name="OKAFOR"), Keyset())
+        assert [case.id for case in found.items] == [okafor.id]
     await new_only.postgres().dispose()
 
 

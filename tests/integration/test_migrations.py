@@ -167,7 +167,7 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0017"
+        assert migrations.head_revision() == "0018"
 
 
 def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:

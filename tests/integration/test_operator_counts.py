@@ -41,6 +41,7 @@ HISTORY_TABLES = {
     "event_inbox",
     "event_outbox",
     "contact_attachments",
+    "referrals",
 }
 
 FILL = [
@@ -90,6 +91,16 @@ FILL = [
                                         uploaded_by, worker_name, object_status)
         SELECT gen_random_uuid(), '00000000-0000-0000-0000-000000000003', 'f', 'text/plain', 1, 'key/' || n,
                gen_random_uuid(), 'w', CASE WHEN n <= 5 THEN 'pending' ELSE 'present' END
+          FROM generate_series(1, {HISTORY}) n""",
+    # referrals: a long screened history; 4 urgent waiting (2 past their 24 h), 3 unscored
+    f"""INSERT INTO referrals (id, reference, reporter_name, child_details, concern, priority, priority_rank,
+                               received_at, status, screened_at, screened_by)
+        SELECT gen_random_uuid(), 'REF-' || n, 'enc', 'enc', 'enc',
+               CASE WHEN n <= 4 THEN 'urgent' WHEN n <= 7 THEN NULL ELSE 'low' END,
+               CASE WHEN n <= 4 THEN 0 WHEN n <= 7 THEN 4 ELSE 3 END,
+               now() - (CASE WHEN n <= 2 THEN 48 * 60 ELSE n END || ' minutes')::interval,
+               CASE WHEN n <= 7 THEN 'new' ELSE 'screened_out' END,
+               CASE WHEN n > 7 THEN now() END, CASE WHEN n > 7 THEN gen_random_uuid() END
           FROM generate_series(1, {HISTORY}) n""",
 ]
 
@@ -170,6 +181,13 @@ async def test_status_metrics_and_cleanup_never_read_a_history_table_whole(pg_ur
     assert sample("craig_exchange_send_jobs", {"status": "failed"}) == 50
     assert sample("craig_idempotency_slots", {"status": "failed"}) == 20
     assert sample("craig_outbox_pending") == 10 and sample("craig_attachments_pending") == 5
+    assert (report["intake queue"]["unscreened"], report["intake queue"]["overdue"]) == (7, 2)
+    assert report["intake queue"]["urgent"].startswith("4 waiting, 2 overdue, oldest 48h")
+    assert sample("craig_referrals_unscreened", {"priority": "urgent"}) == 4
+    assert sample("craig_referrals_unscreened", {"priority": "unscored"}) == 3
+    assert sample("craig_referrals_unscreened", {"priority": "low"}) == 0
+    assert sample("craig_referrals_overdue", {"priority": "urgent"}) == 2
+    assert sample("craig_referrals_oldest_unscreened_age_seconds", {"priority": "urgent"}) >= 48 * 3600
     assert {table for table, _, _ in scans} == HISTORY_TABLES
     assert [scan for scan in scans if scan[1] == "Seq Scan"] == []
     assert all(kind in ("Index Scan", "Index Only Scan", "Bitmap Heap Scan") for _, kind, _ in scans), scans

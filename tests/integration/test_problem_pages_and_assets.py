@@ -45,7 +45,7 @@ def test_a_problem_type_is_absolute_under_the_request_origin_and_resolves(client
     assert client.get(type_uri.path).status_code == 200
     invalid = client.get("/v1/cases?page=abc")
     assert invalid.status_code == 400 and invalid.json()["errors"] == [
-        {"pointer": "page", "code": "wrong-type", "message": "Expected `int`, got `str`"}
+        {"pointer": "page", "code": "wrong-type", "message": "Expected `int | null`, got `str`"}
     ]
 
 

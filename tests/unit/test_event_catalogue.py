@@ -21,19 +21,29 @@ from craig.adapters.memory.outbox import TABLE as OUTBOX
 from craig.domain import event_catalogue
 from craig.domain.access import Principal, Role
 from craig.domain.attachments import UploadValidation, new_attachment
+from craig.domain.case_lifecycle import CaseDetails
 from craig.domain.event_catalogue import BY_NAME, CATALOGUE, EventType
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import DispatchResult, PartnerAnswer
+from craig.domain.foster_home_changes import FosterHomeChange
 from craig.domain.partners import Partner
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import EndReason, PlacementStatus
+from craig.domain.screening import ResponseTimes
+from craig.domain.versions import IfMatch
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner, UploadAttachment
+from craig.usecases.case_lifecycle.close_case import CloseCase
+from craig.usecases.case_lifecycle.reopen_case import ReopenCase
+from craig.usecases.case_lifecycle.unassign_worker import UnassignWorker
+from craig.usecases.case_lifecycle.update_case import UpdateCase
 from craig.usecases.cases import AssignWorker, OpenCase, RecordContact
 from craig.usecases.exchange import DispatchSendJob, RecoverExpiredSendJobs, SendPolicy
+from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
 from craig.usecases.intake import IntakePolicy, ReferralForm, SubmitReferral
 from craig.usecases.placements import CreateFosterHome, CreatePlacement, UpdatePlacement
+from craig.usecases.referrals.screen_referral import ScreenIn, ScreenOut, ScreenReferral
 from craig.usecases.rules import CreateRuleSet, RuleSetCache
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import add_partner, add_transaction
@@ -163,6 +173,34 @@ async def drive_intake_and_rules(backend: Backend) -> None:
     await SubmitReferral(uow(), DisabledCaptcha(), cache, clock, policy)(form, "192.0.2.1")
 
 
+async def drive_case_lifecycle(backend: Backend) -> None:
+    """Screening a referral in and out, a case's changes, closure and reopening, unassigning a
+    worker, and a foster home's change."""
+    assert backend.clock is not None
+    clock, uow = backend.clock, backend.uow
+    sup = Principal(uuid.uuid4(), "Sue", Role.SUPERVISOR)
+    cache = RuleSetCache()
+    policy = IntakePolicy(require_captcha=False, rate_limit=10, rate_window=timedelta(minutes=1))
+    submit = SubmitReferral(uow(), DisabledCaptcha(), cache, clock, policy)
+    form = ReferralForm(reporter_name="Rita Reporter", child_first_name="Kim", child_age=3, concern="Left alone.")
+    referrals = [await submit(form, "192.0.2.1") for _ in range(2)]
+    worker = uuid.uuid4()
+    opened = await ScreenReferral(uow(), clock, ResponseTimes())(
+        sup, referrals[0].id, ScreenIn(title="Kim's family", assign_to=worker), IfMatch()
+    )
+    await ScreenReferral(uow(), clock, ResponseTimes())(
+        sup, referrals[1].id, ScreenOut(reason="Another agency already follows the family."), IfMatch()
+    )
+    assert opened.case is not None
+    case_id = opened.case.id
+    await UpdateCase(uow(), clock)(sup, case_id, CaseDetails(title="Kim's family (K.)"), IfMatch())
+    await UnassignWorker(uow(), clock)(sup, case_id, worker)
+    await CloseCase(uow(), clock)(sup, case_id, "Family moved away.", IfMatch())
+    await ReopenCase(uow(), clock)(sup, case_id, "Family came back.", None)
+    home = await CreateFosterHome(uow(), clock)(sup, name="Third home", capacity=2)
+    await UpdateFosterHome(uow(), clock)(sup, home.id, FosterHomeChange(capacity=3), IfMatch())
+
+
 async def staged(backend: Backend) -> list[EventEnvelope]:
     assert backend.memory is not None
     async with backend.memory.transaction() as tx:
@@ -170,7 +208,7 @@ async def staged(backend: Backend) -> list[EventEnvelope]:
 
 
 async def test_every_staged_event_is_catalogued_with_exactly_its_payload_keys(backend: Backend) -> None:
-    for drive in (drive_casework, drive_placements, drive_exchange, drive_intake_and_rules):
+    for drive in (drive_casework, drive_placements, drive_exchange, drive_intake_and_rules, drive_case_lifecycle):
         await drive(backend)
     events = await staged(backend)
     for envelope in events:

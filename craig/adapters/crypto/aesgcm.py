@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import os
 import re
 
@@ -39,6 +40,8 @@ PREFIX = "enc:"
 VERSION = "v2"
 #: The format before values were bound to their cell: still read, never written.
 LEGACY_VERSION = "v1"
+#: Stored form of a blind index: ``bi1:<key id>:<base64url(HMAC-SHA-256)>``.
+BLIND_INDEX_PREFIX = "bi1:"
 NONCE_BYTES = 12
 KEY_BYTES = 32
 _KEY_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -127,6 +130,11 @@ class FieldEncryptor(FieldCipher, Rekeyer):
         self._current_id = ring[0][0]
         self._current = AESGCM(ring[0][1])
         self._keys = {key_id: AESGCM(key) for key_id, key in ring}
+        # A key of its own for digests, derived from each field key: a digest never reveals
+        # anything about the key that encrypts.
+        self._index_keys = {
+            key_id: hmac.new(key, b"craig blind index key", hashlib.sha256).digest() for key_id, key in ring
+        }
 
     @classmethod
     def from_setting(cls, setting: str) -> FieldEncryptor:
@@ -143,6 +151,21 @@ class FieldEncryptor(FieldCipher, Rekeyer):
     @property
     def current_prefix(self) -> str:
         return f"{PREFIX}{VERSION}:{self._current_id}:"
+
+    @property
+    def blind_index_prefix(self) -> str:
+        return f"{BLIND_INDEX_PREFIX}{self._current_id}:"
+
+    def _digest(self, key_id: str, purpose: str, value: str) -> str:
+        message = len(purpose).to_bytes(4, "big") + purpose.encode("utf-8") + value.encode("utf-8")
+        mac = hmac.new(self._index_keys[key_id], message, hashlib.sha256).digest()
+        return f"{BLIND_INDEX_PREFIX}{key_id}:" + base64.urlsafe_b64encode(mac).decode("ascii").rstrip("=")
+
+    def blind_index(self, purpose: str, value: str) -> str:
+        return self._digest(self._current_id, purpose, value)
+
+    def blind_index_candidates(self, purpose: str, value: str) -> list[str]:
+        return [self._digest(key_id, purpose, value) for key_id in self._keys]
 
     def _seal(self, plaintext: bytes, context: FieldContext) -> str:
         nonce = os.urandom(NONCE_BYTES)

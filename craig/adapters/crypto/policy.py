@@ -14,6 +14,8 @@ written before that stay readable until ``craig keys rotate`` encrypts them.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Collection
 from typing import Literal
 
@@ -75,6 +77,17 @@ def _check_plaintext_allowed(mode: str) -> None:
         )
 
 
+#: Without a key (``optional`` mode) the values themselves are stored in clear, so their index
+#: is an unkeyed digest; ``craig keys rotate`` re-indexes it once a key is set.
+PLAIN_INDEX_PREFIX = "bi0:"
+
+
+def _plain_index(purpose: str, value: str) -> str:
+    message = len(purpose).to_bytes(4, "big") + purpose.encode("utf-8") + value.encode("utf-8")
+    digest = hashlib.sha256(message).digest()
+    return PLAIN_INDEX_PREFIX + base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
 class ModeCipher(FieldCipher):
     """The field cipher repositories use: ``encrypt_field`` on writes, and on reads the key ring,
     or plaintext: written while no key was set (only when the mode is optional), or stored before
@@ -107,6 +120,20 @@ class ModeCipher(FieldCipher):
             return self._encryptor().decrypt_bytes(stored, context)
         self._check_plaintext_readable(context)
         return stored
+
+    @property
+    def blind_index_prefix(self) -> str:
+        return self.encryptor.blind_index_prefix if self.encryptor is not None else PLAIN_INDEX_PREFIX
+
+    def blind_index(self, purpose: str, value: str) -> str:
+        if self.encryptor is not None:
+            return self.encryptor.blind_index(purpose, value)
+        return _plain_index(purpose, value)
+
+    def blind_index_candidates(self, purpose: str, value: str) -> list[str]:
+        if self.encryptor is not None:
+            return self.encryptor.blind_index_candidates(purpose, value)
+        return [_plain_index(purpose, value)]
 
     def _encryptor(self) -> FieldEncryptor:
         if self.encryptor is None:

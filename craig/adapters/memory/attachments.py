@@ -19,7 +19,8 @@ from craig.adapters.sealed_fields import (
     unseal,
     unseal_optional,
 )
-from craig.domain.attachments import Attachment, ObjectStatus
+from craig.domain.attachments import Attachment, ObjectStatus, attachment_key
+from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
 from craig.ports.errors import ConstraintViolation
@@ -104,6 +105,16 @@ class MemoryAttachmentRepository(AttachmentRepository):
         )
         items = [self._attachment(row) for row in rows[page.offset : page.offset + page.per_page]]
         return Page(items=items, page=page.page, per_page=page.per_page, total=len(rows))
+
+    async def page_for_contact(self, contact_id: UUID, keyset: Keyset) -> KeysetPage[Attachment]:
+        rows: list[AttachmentRow] = sorted(
+            (await self.session.tx()).select(
+                ATTACHMENTS,
+                lambda row: row.contact_id == contact_id and after((row.created_at, row.id), keyset, (False, False)),
+            ),
+            key=lambda row: (row.created_at, row.id),
+        )
+        return keyset_page([self._attachment(row) for row in rows[: keyset.limit + 1]], keyset, attachment_key)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
     async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:

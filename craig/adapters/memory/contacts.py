@@ -10,7 +10,8 @@ import attrs
 from craig.adapters.memory.cases import CASES
 from craig.adapters.memory.session import MemorySession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
-from craig.domain.contacts import Contact, ContactType
+from craig.domain.contacts import Contact, ContactType, contact_key
+from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
 from craig.ports.errors import ConstraintViolation
@@ -79,3 +80,14 @@ class MemoryContactRepository(ContactRepository):
         )
         items = [self._contact(row) for row in rows[page.offset : page.offset + page.per_page]]
         return Page(items=items, page=page.page, per_page=page.per_page, total=len(rows))
+
+    async def page_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
+        rows: list[ContactRow] = sorted(
+            (await self.session.tx()).select(
+                CONTACTS,
+                lambda row: row.case_id == case_id and after((row.occurred_at, row.id), keyset, (True, True)),
+            ),
+            key=lambda row: (row.occurred_at, row.id),
+            reverse=True,
+        )
+        return keyset_page([self._contact(row) for row in rows[: keyset.limit + 1]], keyset, contact_key)

@@ -29,6 +29,7 @@ from craig.domain import exchange as model
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_rate_limit import Reservation
 from craig.domain.partners import Partner
@@ -84,6 +85,14 @@ class MemoryPartnerRepository(PartnerRepository):
             except ValueError as error:
                 loaded[ident] = UnusablePartner.undecryptable(ident, error)
         return loaded
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[Partner]:
+        every = sorted(
+            (p for p in (await self.session.tx()).rows(PARTNERS) if after((p.name, p.id), keyset, (False, False))),
+            key=lambda p: (p.name, p.id),
+        )
+        chosen = [self._decrypted(p) for p in every[: keyset.limit + 1]]
+        return keyset_page(chosen, keyset, lambda partner: (partner.name, partner.id))
 
     async def list(self, page: PageRequest) -> Page[Partner]:
         every = sorted((await self.session.tx()).rows(PARTNERS), key=lambda p: (p.name, p.id))

@@ -9,15 +9,24 @@ the same names, so the contract suite holds on both adapters.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from uuid import UUID
 
 import attrs
 
 from craig.adapters.memory.cases import CASES
 from craig.adapters.memory.session import MemorySession
+from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
-from craig.domain.placements import FosterHome, Placement, PlacementStatus, UnknownFosterHome, UnknownPlacement
+from craig.domain.placements import (
+    FosterHome,
+    Placement,
+    PlacementStatus,
+    UnknownFosterHome,
+    UnknownPlacement,
+    history_key,
+    home_key,
+)
 from craig.ports.errors import ConstraintViolation
 from craig.ports.placements import (
     OCCUPANCY_WITHIN_CAPACITY,
@@ -65,9 +74,25 @@ class MemoryFosterHomeRepository(FosterHomeRepository):
         occupancy = home.occupancy + delta
         if not 0 <= occupancy <= home.capacity:
             raise ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY, f"occupancy {occupancy} outside 0..{home.capacity}")
-        updated = attrs.evolve(home, occupancy=occupancy)
+        updated = attrs.evolve(home, occupancy=occupancy, version=home.version + 1)
         (await self.session.tx()).put(FOSTER_HOMES, home_id, updated)
         return updated
+
+    async def update(self, home: FosterHome) -> None:
+        stored = await self.get(home.id)
+        if stored is None:
+            return
+        if home.capacity < stored.occupancy:
+            raise ConstraintViolation(OCCUPANCY_WITHIN_CAPACITY, f"capacity {home.capacity} below occupancy")
+        changed = attrs.evolve(stored, name=home.name, capacity=home.capacity, status=home.status, version=home.version)
+        (await self.session.tx()).put(FOSTER_HOMES, home.id, changed)
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[FosterHome]:
+        homes: list[FosterHome] = sorted(
+            (await self.session.tx()).select(FOSTER_HOMES, lambda h: after(home_key(h), keyset, (False, False))),
+            key=home_key,
+        )
+        return keyset_page(homes[: keyset.limit + 1], keyset, home_key)
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
         homes = sorted((await self.session.tx()).rows(FOSTER_HOMES), key=lambda home: (home.name, home.id))
@@ -146,6 +171,7 @@ class MemoryPlacementRepository(PlacementRepository):
                 end_reason=placement.end_reason,
                 ended_at=placement.ended_at,
                 updated_at=placement.updated_at,
+                version=placement.version,
             ),
         )
 
@@ -155,4 +181,31 @@ class MemoryPlacementRepository(PlacementRepository):
                 PLACEMENTS,
                 lambda p: p.foster_home_id == home_id and p.status is PlacementStatus.ACTIVE,
             )
+        )
+
+    async def count_active_for_case(self, case_id: UUID) -> int:
+        return len(
+            (await self.session.tx()).select(
+                PLACEMENTS, lambda p: p.case_id == case_id and p.status is PlacementStatus.ACTIVE
+            )
+        )
+
+    async def _history(self, keep: Callable[[Placement], bool], keyset: Keyset) -> KeysetPage[Placement]:
+        rows: list[Placement] = sorted(
+            (await self.session.tx()).select(
+                PLACEMENTS, lambda p: keep(p) and after(history_key(p), keyset, (True, True))
+            ),
+            key=history_key,
+            reverse=True,
+        )
+        return keyset_page(rows[: keyset.limit + 1], keyset, history_key)
+
+    async def list_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:
+        return await self._history(lambda p: p.case_id == case_id, keyset)
+
+    async def list_for_home(
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+    ) -> KeysetPage[Placement]:
+        return await self._history(
+            lambda p: p.foster_home_id == home_id and (status is None or p.status is status), keyset
         )

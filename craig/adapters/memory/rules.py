@@ -14,6 +14,7 @@ from craig.adapters.memory.database import MemoryTransaction
 from craig.adapters.memory.session import MemorySession
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.intake import DEFAULT_TRIAGE_RULES
+from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.rule_documents import parse_rules
 from craig.domain.rules import RuleSet
@@ -90,6 +91,24 @@ class MemoryRuleSetRepository(RuleSetRepository):
     async def get(self, name: str, version: int) -> RuleSet | None:
         row: RuleSetRow | None = (await self._tx()).get(RULE_SETS, (name, version))
         return rule_set_of(row) if row else None
+
+    async def latest_page(self, keyset: Keyset) -> KeysetPage[RuleSetSummary]:
+        latest: dict[str, RuleSetRow] = {}
+        for row in (await self._tx()).rows(RULE_SETS):
+            if row.name not in latest or row.version > latest[row.name].version:
+                latest[row.name] = row
+        names = [name for name in sorted(latest) if after((name,), keyset, (False,))][: keyset.limit + 1]
+        items = [
+            RuleSetSummary(
+                name=latest[name].name,
+                version=latest[name].version,
+                rule_count=len(json.loads(latest[name].rules)),
+                created_by=latest[name].created_by,
+                created_at=latest[name].created_at,
+            )
+            for name in names
+        ]
+        return keyset_page(items, keyset, lambda summary: (summary.name,))
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         latest: dict[str, RuleSetRow] = {}

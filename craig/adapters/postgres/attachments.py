@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 from uuid import UUID
 
 import attrs
@@ -22,7 +23,8 @@ from craig.adapters.sealed_fields import (
     unseal,
     unseal_optional,
 )
-from craig.domain.attachments import Attachment, ObjectStatus
+from craig.domain.attachments import Attachment, ObjectStatus, attachment_key
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import AttachmentRepository
 from craig.ports.cipher import FieldCipher
@@ -47,6 +49,10 @@ _LIST = text(
     """
 )
 _COUNT = text("SELECT count(*) FROM contact_attachments WHERE contact_id = :contact_id")
+_PAGE = (
+    f"SELECT {_COLUMNS} FROM contact_attachments WHERE contact_id = :contact_id {{after}} "
+    "ORDER BY created_at, id LIMIT :limit"
+)
 _PENDING = text(
     """
     SELECT id, contact_id, object_key, file_size, created_at FROM contact_attachments
@@ -117,6 +123,17 @@ class PostgresAttachmentRepository(AttachmentRepository):
             result = await self.session.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
             row = result.mappings().first()
         return _attachment(row, self.session.cipher) if row else None
+
+    async def page_for_contact(self, contact_id: UUID, keyset: Keyset) -> KeysetPage[Attachment]:
+        params: dict[str, Any] = {"contact_id": contact_id, "limit": keyset.limit + 1}
+        bound = ""
+        if keyset.after is not None:
+            bound = "AND (created_at, id) > (:after_at, :after_id)"
+            params["after_at"], params["after_id"] = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
+            items = [_attachment(row, self.session.cipher) for row in rows]
+        return keyset_page(items, keyset, attachment_key)
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
         async with db_errors():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import RowMapping, text
@@ -9,7 +10,8 @@ from sqlalchemy import RowMapping, text
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
-from craig.domain.contacts import Contact, ContactType
+from craig.domain.contacts import Contact, ContactType, contact_key
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import ContactRepository
 
@@ -28,6 +30,10 @@ _LIST = text(
     """
 )
 _COUNT = text("SELECT count(*) FROM contacts WHERE case_id = :case_id")
+_PAGE = (
+    f"SELECT {_COLUMNS} FROM contacts WHERE case_id = :case_id {{after}} "
+    "ORDER BY occurred_at DESC, id DESC LIMIT :limit"
+)
 
 
 class PostgresContactRepository(ContactRepository):
@@ -77,3 +83,14 @@ class PostgresContactRepository(ContactRepository):
             ).mappings()
             items = [self._contact(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
+
+    async def page_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
+        params: dict[str, Any] = {"case_id": case_id, "limit": keyset.limit + 1}
+        bound = ""
+        if keyset.after is not None:
+            bound = "AND (occurred_at, id) < (:after_at, :after_id)"
+            params["after_at"], params["after_id"] = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
+            items = [self._contact(row) for row in rows]
+        return keyset_page(items, keyset, contact_key)

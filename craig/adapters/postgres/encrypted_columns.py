@@ -10,6 +10,7 @@ from craig.adapters.intake_codec import REFERRAL_COLUMNS
 from craig.adapters.sealed_fields import (
     ATTACHMENT_FILE_NAME,
     ATTACHMENT_TYPE,
+    CASE_CLOSE_REASON,
     CASE_FAMILY_NAME,
     CASE_TITLE,
     CONTACT_SUMMARY,
@@ -23,6 +24,7 @@ from craig.ports.key_rotation import EncryptedColumn
 ENCRYPTED_COLUMNS: list[EncryptedColumn] = [
     CASE_TITLE,
     CASE_FAMILY_NAME,
+    CASE_CLOSE_REASON,
     CONTACT_SUMMARY,
     ATTACHMENT_FILE_NAME,
     ATTACHMENT_TYPE,

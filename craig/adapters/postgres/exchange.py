@@ -23,6 +23,7 @@ from craig.adapters.sealed_fields import (
     unseal_json,
 )
 from craig.domain.exchange_transactions import ExchangeTransaction
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partners import Partner
 from craig.ports.cipher import FieldCipher
@@ -56,6 +57,7 @@ GET_PARTNERS = f"SELECT {_PARTNER_COLUMNS} FROM partners WHERE id = ANY(CAST(:id
 _GET_PARTNERS = text(GET_PARTNERS).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
 _LIST_PARTNERS = text(f"SELECT {_PARTNER_COLUMNS} FROM partners ORDER BY name, id LIMIT :limit OFFSET :offset")
 _COUNT_PARTNERS = text("SELECT count(*) FROM partners")
+_PARTNERS_PAGE = f"SELECT {_PARTNER_COLUMNS} FROM partners {{after}} ORDER BY name, id LIMIT :limit"
 
 _ADD_TRANSACTION = text(
     """
@@ -174,6 +176,17 @@ class PostgresPartnerRepository(PartnerRepository):
             rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
             partners = [usable_partner_from_row(row, self.session.cipher) for row in rows]
         return {p.id: p for p in partners}
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[Partner]:
+        params: dict[str, Any] = {"limit": keyset.limit + 1}
+        bound = ""
+        if keyset.after is not None:
+            bound = "WHERE (name, id) > (:after_name, :after_id)"
+            params["after_name"], params["after_id"] = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_PARTNERS_PAGE.format(after=bound)), params)).mappings()
+            items = [self._partner(row) for row in rows]
+        return keyset_page(items, keyset, lambda partner: (partner.name, partner.id))
 
     async def list(self, page: PageRequest) -> Page[Partner]:
         async with db_errors():

@@ -13,40 +13,58 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import RowMapping, text
+from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres.placement_rows import (
+    HOME_COLUMNS,
+    PLACEMENT_COLUMNS,
+    home_from_row,
+    placement_from_row,
+    placement_params,
+)
 from craig.adapters.postgres.session import PostgresSession
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import (
-    EndReason,
     FosterHome,
     Placement,
     PlacementStatus,
     UnknownFosterHome,
     UnknownPlacement,
+    history_key,
+    home_key,
 )
 from craig.ports.placements import FosterHomeRepository, FosterHomeStats, PlacementRepository
 
-_HOME = "id, name, capacity, occupancy, created_by, created_at"
 _INSERT_HOME = text(
     """
     INSERT INTO foster_homes (id, name, capacity, occupancy, created_by, created_at, updated_at)
     VALUES (:id, :name, :capacity, :occupancy, :created_by, :created_at, :created_at)
     """
 )
-_GET_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id")
-_LOCK_HOME = text(f"SELECT {_HOME} FROM foster_homes WHERE id = :id FOR NO KEY UPDATE")
+_GET_HOME = text(f"SELECT {HOME_COLUMNS} FROM foster_homes WHERE id = :id")
+_LOCK_HOME = text(f"SELECT {HOME_COLUMNS} FROM foster_homes WHERE id = :id FOR NO KEY UPDATE")
 _ADJUST_OCCUPANCY = text(
     f"""
-    UPDATE foster_homes SET occupancy = occupancy + :delta, updated_at = now()
+    UPDATE foster_homes SET occupancy = occupancy + :delta, version = version + 1, updated_at = now()
      WHERE id = :id
-    RETURNING {_HOME}
+    RETURNING {HOME_COLUMNS}
     """
 )
-_LIST_HOMES = text(f"SELECT {_HOME} FROM foster_homes ORDER BY name, id LIMIT :limit OFFSET :offset")
+_UPDATE_HOME = text(
+    """
+    UPDATE foster_homes SET name = :name, capacity = :capacity, status = :status, version = :version,
+                            updated_at = now()
+     WHERE id = :id
+    """
+)
+_HOMES_PAGE = f"SELECT {HOME_COLUMNS} FROM foster_homes {{where}} ORDER BY name, id LIMIT :limit"
+_LIST_HOMES = text(f"SELECT {HOME_COLUMNS} FROM foster_homes ORDER BY name, id LIMIT :limit OFFSET :offset")
 _COUNT_HOMES = text("SELECT count(*) AS homes, count(*) FILTER (WHERE occupancy >= capacity) AS full FROM foster_homes")
-_FULL_HOMES = text(f"SELECT {_HOME} FROM foster_homes WHERE occupancy >= capacity ORDER BY name, id LIMIT :limit")
+_FULL_HOMES = text(
+    f"SELECT {HOME_COLUMNS} FROM foster_homes WHERE occupancy >= capacity ORDER BY name, id LIMIT :limit"
+)
 _DRIFTED_HOMES = text(
     """
     SELECT h.id
@@ -59,65 +77,25 @@ _DRIFTED_HOMES = text(
     """
 )
 
-_PLACEMENT = "id, case_id, foster_home_id, status, start_date, end_reason, ended_at, created_by, created_at, updated_at"
 _INSERT_PLACEMENT = text(
-    f"INSERT INTO placements ({_PLACEMENT}) VALUES "
+    f"INSERT INTO placements ({PLACEMENT_COLUMNS}) VALUES "
     "(:id, :case_id, :foster_home_id, :status, :start_date, :end_reason, :ended_at, "
-    ":created_by, :created_at, :updated_at)"
+    ":created_by, :created_at, :updated_at, :version)"
 )
-_GET_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id")
-_LOCK_PLACEMENT = text(f"SELECT {_PLACEMENT} FROM placements WHERE id = :id FOR UPDATE")
+_GET_PLACEMENT = text(f"SELECT {PLACEMENT_COLUMNS} FROM placements WHERE id = :id")
+_LOCK_PLACEMENT = text(f"SELECT {PLACEMENT_COLUMNS} FROM placements WHERE id = :id FOR UPDATE")
 _UPDATE_PLACEMENT = text(
     """
     UPDATE placements
        SET status = :status, foster_home_id = :foster_home_id, end_reason = :end_reason,
-           ended_at = :ended_at, updated_at = :updated_at
+           ended_at = :ended_at, updated_at = :updated_at, version = :version
      WHERE id = :id
     RETURNING id
     """
 )
 _COUNT_ACTIVE = text("SELECT count(*) FROM placements WHERE foster_home_id = :id AND status = 'active'")
-
-
-def _home(row: RowMapping) -> FosterHome:
-    return FosterHome(
-        id=row["id"],
-        name=row["name"],
-        capacity=row["capacity"],
-        occupancy=row["occupancy"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-    )
-
-
-def _placement(row: RowMapping) -> Placement:
-    return Placement(
-        id=row["id"],
-        case_id=row["case_id"],
-        foster_home_id=row["foster_home_id"],
-        status=PlacementStatus(row["status"]),
-        start_date=row["start_date"],
-        end_reason=EndReason(row["end_reason"]) if row["end_reason"] else None,
-        ended_at=row["ended_at"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _placement_params(placement: Placement) -> dict[str, Any]:
-    return {
-        "id": placement.id,
-        "case_id": placement.case_id,
-        "foster_home_id": placement.foster_home_id,
-        "status": placement.status.value,
-        "start_date": placement.start_date,
-        "end_reason": placement.end_reason.value if placement.end_reason else None,
-        "ended_at": placement.ended_at,
-        "created_by": placement.created_by,
-        "created_at": placement.created_at,
-        "updated_at": placement.updated_at,
-    }
+_COUNT_ACTIVE_FOR_CASE = text("SELECT count(*) FROM placements WHERE case_id = :id AND status = 'active'")
+_HISTORY = f"SELECT {PLACEMENT_COLUMNS} FROM placements WHERE {{where}} ORDER BY created_at DESC, id DESC LIMIT :limit"
 
 
 class PostgresFosterHomeRepository(FosterHomeRepository):
@@ -127,7 +105,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
     async def _one(self, statement: Any, params: Mapping[str, Any]) -> FosterHome | None:
         async with db_errors():
             row = (await self.session.execute(statement, params)).mappings().first()
-        return _home(row) if row else None
+        return home_from_row(row) if row else None
 
     async def add(self, home: FosterHome) -> None:
         params = {
@@ -155,6 +133,27 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
                 locked[home_id] = home
         return locked
 
+    async def update(self, home: FosterHome) -> None:
+        params = {
+            "id": home.id,
+            "name": home.name,
+            "capacity": home.capacity,
+            "status": home.status.value,
+            "version": home.version,
+        }
+        async with db_errors():
+            await self.session.execute(_UPDATE_HOME, params)
+
+    async def list_page(self, keyset: Keyset) -> KeysetPage[FosterHome]:
+        params: dict[str, Any] = {"limit": keyset.limit + 1}
+        where = ""
+        if keyset.after is not None:
+            where = "WHERE (name, id) > (:after_name, :after_id)"
+            params["after_name"], params["after_id"] = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_HOMES_PAGE.format(where=where)), params)).mappings().all()
+        return keyset_page([home_from_row(row) for row in rows], keyset, home_key)
+
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
         home = await self._one(_ADJUST_OCCUPANCY, {"id": home_id, "delta": delta})
         if home is None:
@@ -166,14 +165,14 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
             conn = await self.session.connection()
             total = (await conn.execute(_COUNT_HOMES)).mappings().one()["homes"]
             rows = await conn.execute(_LIST_HOMES, {"limit": page.per_page, "offset": page.offset})
-            items = [_home(row) for row in rows.mappings()]
+            items = [home_from_row(row) for row in rows.mappings()]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def stats(self, sample: int) -> FosterHomeStats:
         async with db_errors():
             conn = await self.session.connection()
             counts = (await conn.execute(_COUNT_HOMES)).mappings().one()
-            full = [_home(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
+            full = [home_from_row(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
             drifted = [row[0] for row in await conn.execute(_DRIFTED_HOMES)]
         return FosterHomeStats(homes=counts["homes"], at_capacity=counts["full"], full_homes=full, drifted=drifted)
 
@@ -185,11 +184,11 @@ class PostgresPlacementRepository(PlacementRepository):
     async def _one(self, statement: Any, placement_id: UUID) -> Placement | None:
         async with db_errors():
             row = (await self.session.execute(statement, {"id": placement_id})).mappings().first()
-        return _placement(row) if row else None
+        return placement_from_row(row) if row else None
 
     async def add(self, placement: Placement) -> None:
         async with db_errors():
-            await self.session.execute(_INSERT_PLACEMENT, _placement_params(placement))
+            await self.session.execute(_INSERT_PLACEMENT, placement_params(placement))
 
     async def get(self, placement_id: UUID) -> Placement | None:
         return await self._one(_GET_PLACEMENT, placement_id)
@@ -199,10 +198,37 @@ class PostgresPlacementRepository(PlacementRepository):
 
     async def update(self, placement: Placement) -> None:
         async with db_errors():
-            row = (await self.session.execute(_UPDATE_PLACEMENT, _placement_params(placement))).first()
+            row = (await self.session.execute(_UPDATE_PLACEMENT, placement_params(placement))).first()
         if row is None:
             raise UnknownPlacement(placement.id)
 
     async def count_active_in(self, home_id: UUID) -> int:
         async with db_errors():
             return int((await self.session.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())
+
+    async def count_active_for_case(self, case_id: UUID) -> int:
+        async with db_errors():
+            return int((await self.session.execute(_COUNT_ACTIVE_FOR_CASE, {"id": case_id})).scalar_one())
+
+    async def _history(self, where: list[str], params: dict[str, Any], keyset: Keyset) -> KeysetPage[Placement]:
+        params = {**params, "limit": keyset.limit + 1}
+        if keyset.after is not None:
+            where = [*where, "(created_at, id) < (:after_created, :after_id)"]
+            params["after_created"], params["after_id"] = keyset.after
+        async with db_errors():
+            statement = text(_HISTORY.format(where=" AND ".join(where)))
+            rows = (await self.session.execute(statement, params)).mappings().all()
+        return keyset_page([placement_from_row(row) for row in rows], keyset, history_key)
+
+    async def list_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:
+        return await self._history(["case_id = :owner"], {"owner": case_id}, keyset)
+
+    async def list_for_home(
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+    ) -> KeysetPage[Placement]:
+        where = ["foster_home_id = :owner"]
+        params: dict[str, Any] = {"owner": home_id}
+        if status is not None:
+            where.append("status = :status")
+            params["status"] = status.value
+        return await self._history(where, params, keyset)

@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
+from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.rule_documents import parse_rules
 from craig.domain.rules import RuleSet
@@ -40,6 +41,12 @@ _LIST = text(
     """
 )
 _COUNT = text("SELECT count(DISTINCT name) FROM rule_sets")
+_LATEST_PAGE = """
+    SELECT DISTINCT ON (name) name, version, jsonb_array_length(rules) AS rule_count, created_by, created_at
+      FROM rule_sets {after}
+     ORDER BY name, version DESC
+     LIMIT :limit
+"""
 
 
 def _rule_set(row: Mapping[Any, Any]) -> RuleSet:
@@ -81,6 +88,26 @@ class PostgresRuleSetRepository(RuleSetRepository):
         async with db_errors():
             row = (await self.session.execute(_GET, {"name": name, "version": version})).mappings().first()
         return _rule_set(row) if row else None
+
+    async def latest_page(self, keyset: Keyset) -> KeysetPage[RuleSetSummary]:
+        params: dict[str, Any] = {"limit": keyset.limit + 1}
+        bound = ""
+        if keyset.after is not None:
+            bound = "WHERE name > :after_name"
+            (params["after_name"],) = keyset.after
+        async with db_errors():
+            rows = (await self.session.execute(text(_LATEST_PAGE.format(after=bound)), params)).mappings()
+            items = [
+                RuleSetSummary(
+                    name=r["name"],
+                    version=r["version"],
+                    rule_count=r["rule_count"],
+                    created_by=r["created_by"],
+                    created_at=r["created_at"],
+                )
+                for r in rows
+            ]
+        return keyset_page(items, keyset, lambda summary: (summary.name,))
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         async with db_errors():

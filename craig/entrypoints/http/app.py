@@ -14,13 +14,19 @@ from craig.entrypoints import operations, runtime
 from craig.entrypoints.container import Container
 from craig.entrypoints.http.auth import bearer_middleware
 from craig.entrypoints.http.client_limits import ClientRateLimitMiddleware
-from craig.entrypoints.http.dependencies import DEPENDENCIES, client_address_dependency, unit_of_work_dependency
+from craig.entrypoints.http.dependencies import (
+    DEPENDENCIES,
+    client_address_dependency,
+    cursors_dependency,
+    unit_of_work_dependency,
+)
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
 from craig.entrypoints.http.openapi_config import openapi_config
 from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
+from craig.entrypoints.http.query_guard import refuse_unknown_query_parameters
 from craig.entrypoints.http.request_context import RequestContextMiddleware, request_id_header
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
@@ -44,13 +50,18 @@ def _description(settings: Settings) -> str:
         "Craig: the case-worker API.\n\n"
         "Everything under `/v1` needs `Authorization: Bearer <JWT>`. This document and Swagger UI are "
         "public on purpose (Kerckhoffs): discoverable schemas do not weaken authentication.\n\n"
-        "**Idempotency.** Every POST and PATCH under `/v1` and `/intake` honours an `Idempotency-Key` "
+        "**Idempotency.** Every POST, PATCH and DELETE under `/v1` and `/intake` honours an `Idempotency-Key` "
         "header (1-255 printable ASCII characters). The first request runs; a retry with the same key "
         "and body replays the stored response byte for byte with `Idempotent-Replayed: true`; the same "
         "key with a different body answers 422; a concurrent duplicate waits for the first (up to "
         f"{settings.idempotency.wait_ceiling_seconds:g} s) and then answers 409 with `Retry-After`. "
         f"Keys expire {hours:g} hours after their last claim. A 5xx, or an answer carrying `Retry-After` "
         "(429, a transient 409), is not stored: retry with the same key.\n\n"
+        "**Preconditions.** Cases, referrals, foster homes and placements send an `ETag`; their "
+        "changes take it back as `If-Match` (412 `precondition-failed` with the current `ETag` when "
+        "stale; 428 `precondition-required` where it is required).\n\n"
+        "**Lists** answer keyset pages: `limit` (1-200, default 50) and the opaque `cursor` of the "
+        'previous page\'s `next_cursor` (also in `Link: <...>; rel="next"`).\n\n'
         "Errors are RFC 9457 `application/problem+json` with one `Problem` schema; each problem's `type` "
         "is an absolute URI, `<origin>/problems/<code>`, whose page says what it means and what to do. "
         "Field errors come as `errors: [{pointer, code, message}]`, for 400 and 422 alike."
@@ -95,13 +106,22 @@ def create_app(
         CORSConfig(
             allow_origins=origins,
             allow_credentials=settings.http.cors_allow_credentials,
-            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "Idempotency-Key",
+                "If-Match",
+                "If-None-Match",
+                "X-Request-ID",
+            ],
             expose_headers=[
                 "Location",
                 "Retry-After",
                 "Idempotent-Replayed",
                 "Idempotency-Body-Omitted",
                 "X-Request-ID",
+                "ETag",
+                "Link",
             ],
         )
         if origins
@@ -129,9 +149,11 @@ def create_app(
             **DEPENDENCIES,
             "uow": unit_of_work_dependency(lambda: container.uow()),
             "client_address": client_address_dependency(settings.http.trusted_proxies),
+            "cursors": cursors_dependency(lambda: container.field_cipher()),
             **use_case_dependencies(container),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=refuse_unknown_query_parameters,
         middleware=[RequestContextMiddleware(settings.http.trusted_proxies), RequestMetrics()],
         before_send=[security_headers, request_id_header],
         cors_config=cors,

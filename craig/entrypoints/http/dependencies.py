@@ -14,6 +14,8 @@ from craig.domain.access import Principal
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.auth import principal_of
 from craig.entrypoints.http.client_limits import request_client_ip
+from craig.entrypoints.http.cursors import Cursors
+from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
 
@@ -40,10 +42,20 @@ def client_address_dependency(trusted_proxies: str) -> Provide:
     return Provide(provide_client_address)
 
 
+def cursors_dependency(cipher: Callable[[], FieldCipher]) -> Provide:
+    """The cursor codec of keyset lists (its MAC key comes from the field key ring)."""
+
+    async def provide_cursors() -> Cursors:
+        return Cursors(cipher())
+
+    return Provide(provide_cursors)
+
+
 #: Handler parameter types (Litestar 2.23+ style: dependencies are named explicitly). The unit of
 #: work is a Protocol, which Litestar cannot isinstance-check, so its validation is skipped.
 UoW = NamedDependency[SkipValidation[UnitOfWork]]
 Me = NamedDependency[Principal]
 ClientAddress = NamedDependency[str | None]
+Paging = NamedDependency[Cursors]
 
 DEPENDENCIES = {"principal": Provide(provide_principal)}

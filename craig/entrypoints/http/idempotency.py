@@ -1,4 +1,4 @@
-"""The ``Idempotency-Key`` layer for every POST and PATCH under ``/v1`` and ``/intake``.
+"""The ``Idempotency-Key`` layer for every POST, PATCH and DELETE under ``/v1`` and ``/intake``.
 
 It only translates HTTP to :class:`craig.usecases.idempotency.IdempotentRequests`:
 buffer the body, fingerprint it, claim/replay/wait, open the request's transaction and run the
@@ -38,7 +38,8 @@ log = structlog.get_logger(__name__)
 HEADER = "idempotency-key"
 #: Route ``opt`` key: ``opt={"idempotency": "required"}`` makes the header mandatory.
 OPT_KEY = "idempotency"
-METHODS = frozenset({"POST", "PATCH"})
+#: DELETE too: a retried unassignment replays its first answer (204) instead of a 404.
+METHODS = frozenset({"POST", "PATCH", "DELETE"})
 
 
 class RequestWork(IdempotentRequestsWork, AuditWork, Protocol):

@@ -109,13 +109,17 @@ def _complete_operation(
         operation["requestBody"] = copy.deepcopy(dict(contract.request_body))
     idempotent = method in WRITE_METHODS and path.startswith(IDEMPOTENT_PREFIXES)
     parameters = operation.setdefault("parameters", [])
+    added = []
     if idempotent:
-        parameters.append(dict(parts.IDEMPOTENCY_KEY))
+        added.append(dict(parts.IDEMPOTENCY_KEY))
     if contract.if_match:
-        parameters.append({**parts.IF_MATCH, "required": contract.if_match_required})
+        added.append({**parts.IF_MATCH, "required": contract.if_match_required})
     if contract.if_none_match:
-        parameters.append(dict(parts.IF_NONE_MATCH))
+        added.append(dict(parts.IF_NONE_MATCH))
         responses["304"] = {"description": "Not modified: your `ETag` is still current."}
+    # A handler that reads a header itself has Litestar document it: ours replaces that entry.
+    names = {(p["in"], p["name"].lower()) for p in added}
+    parameters[:] = [p for p in parameters if (p.get("in"), str(p.get("name", "")).lower()) not in names] + added
     if not parameters:
         del operation["parameters"]
     for status_text, response in responses.items():

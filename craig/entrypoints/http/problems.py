@@ -24,9 +24,11 @@ from litestar.types import ExceptionHandlersMap
 
 from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
+from craig.domain.versions import StaleVersion
 from craig.entrypoints.http.field_errors import BODY_PARAMETER, for_field, from_validation
 from craig.entrypoints.http.origin import request_origin
 from craig.entrypoints.http.problem_types import problem_type
+from craig.entrypoints.http.validators import etag
 from craig.ports.errors import ConstraintViolation, InvalidData, PortError, TransientConflict, Unavailable
 
 log = structlog.get_logger(__name__)
@@ -134,6 +136,7 @@ def internal_error(
 _DOMAIN_STATUS: list[tuple[type[DomainError], int]] = [
     (UploadTooLarge, 413),  # before InvalidInput, whose kinds they are
     (UnsupportedUploadType, 415),
+    (StaleVersion, 412),
     (NotFound, 404),
     (Forbidden, 403),
     (Conflict, 409),
@@ -161,7 +164,12 @@ def _domain(request: Request[Any, Any, Any], error: DomainError) -> Response[byt
     if isinstance(field, str):
         fault = for_field(field, error.code, error.detail, _parameters(request))
         extra["errors"] = [msgspec.structs.asdict(fault)]
-    return problem(request, domain_status(error), error.code, error.detail, extra=extra)
+    headers = None
+    if isinstance(error, StaleVersion):
+        # The current ETag, so the client can read what changed and decide.
+        current = etag(error.current_version)
+        headers, extra = {"ETag": current}, {**extra, "current_etag": current}
+    return problem(request, domain_status(error), error.code, error.detail, extra=extra, headers=headers)
 
 
 def _port(request: Request[Any, Any, Any], error: PortError) -> Response[bytes]:
@@ -193,8 +201,12 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
     status = error.status_code
     headers = dict(error.headers or {})
     if isinstance(error, ProblemException):
-        extra = error.extra if isinstance(error.extra, dict) else None
-        return problem(request, status, error.code, error.detail, headers=headers, extra=extra)
+        extra = dict(error.extra) if isinstance(error.extra, dict) else {}
+        parameter = extra.get("parameter")
+        if isinstance(parameter, str):
+            # A parameter at fault is named the way every field error is.
+            extra["errors"] = [{"pointer": parameter, "code": error.code, "message": error.detail}]
+        return problem(request, status, error.code, error.detail, headers=headers, extra=extra or None)
     if isinstance(error, ValidationException) or status == HTTP_400_BAD_REQUEST:
         # ValidationException: a parameter or the body does not fit; any other 400: unreadable body
         errors = [msgspec.structs.asdict(fault) for fault in from_validation(error.extra)]

@@ -49,6 +49,23 @@ PER_REQUEST = (
     "evaluate_rule_set",
     "list_audit_entries",
     "show_case_history",
+    # casework
+    "list_referrals",
+    "get_referral",
+    "screen_referral",
+    "search_cases",
+    "update_case",
+    "close_case",
+    "reopen_case",
+    "unassign_worker",
+    "list_case_placements",
+    "update_foster_home",
+    "list_foster_home_page",
+    "list_home_placements",
+    "list_contact_page",
+    "list_attachment_page",
+    "list_partner_page",
+    "list_rule_set_page",
 )
 
 

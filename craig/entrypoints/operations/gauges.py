@@ -12,6 +12,7 @@ from craig.domain.exchange import JobStatus
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from craig.entrypoints.operations.ages import seconds_since
+from craig.entrypoints.operations.intake_queue import referral_gauges
 
 REGISTRY = metrics.REGISTRY
 
@@ -104,4 +105,5 @@ def metric_refreshers(container: Container) -> list[metrics.Refresher]:
         unrouted_backlog(container),
         attachment_backlog(container),
         send_job_backlog(container),
+        referral_gauges(container),
     ]

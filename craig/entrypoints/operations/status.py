@@ -11,6 +11,7 @@ import attrs
 from craig.entrypoints.container import Container
 from craig.entrypoints.operations import backlogs
 from craig.entrypoints.operations.backlogs import Entry, Reader
+from craig.entrypoints.operations.intake_queue import intake_queue
 
 
 @attrs.frozen
@@ -28,6 +29,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("attachments", "attachments", backlogs.attachments),
     Section("placements", "placements", backlogs.placements),
     Section("send_jobs", "send jobs", backlogs.send_jobs),
+    Section("intake_queue", "intake queue", intake_queue),
 )
 
 

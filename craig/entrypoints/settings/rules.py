@@ -13,7 +13,12 @@ from collections.abc import Callable
 from typing import overload
 
 from craig.adapters.crypto.policy import key_problem
-from craig.domain.constants import ATTACHMENT_SCAN_GRACE, ATTACHMENT_SCAN_MIN_GRACE, JWT_SECRET_MIN_BYTES
+from craig.domain.constants import (
+    ATTACHMENT_SCAN_GRACE,
+    ATTACHMENT_SCAN_MIN_GRACE,
+    JWT_SECRET_MIN_BYTES,
+    REFERRAL_RESPONSE_TIME_MAX,
+)
 from craig.entrypoints.settings.schema import Profile, Settings, SettingsError, split_csv
 
 Rule = Callable[[Settings], str | None]
@@ -207,6 +212,19 @@ def _rule_cache_max_age(s: Settings) -> str | None:
             f"CRAIG_RULES__CACHE_MAX_AGE_SECONDS must be positive (got {s.rules.cache_max_age_seconds:g}); "
             "remove it to use the default of 60"
         )
+    return None
+
+
+@rule
+def _screening_response_times(s: Settings) -> str | None:
+    for name in ("urgent", "high", "medium", "low"):
+        hours = getattr(s.screening, f"{name}_response_hours")
+        longest = REFERRAL_RESPONSE_TIME_MAX.total_seconds() / 3600
+        if not 0 < hours <= longest:
+            return (
+                f"CRAIG_SCREENING__{name.upper()}_RESPONSE_HOURS must be more than 0 and at most "
+                f"{longest:g} (got {hours:g}); remove it to use the default"
+            )
     return None
 
 

@@ -42,6 +42,10 @@ from craig.domain.constants import (
     PARTNER_HTTP_CONNECT_TIMEOUT,
     PARTNER_HTTP_MAX_CONNECTIONS,
     PARTNER_HTTP_READ_TIMEOUT,
+    REFERRAL_RESPONSE_TIME_HIGH,
+    REFERRAL_RESPONSE_TIME_LOW,
+    REFERRAL_RESPONSE_TIME_MEDIUM,
+    REFERRAL_RESPONSE_TIME_URGENT,
     RULE_CACHE_MAX_AGE,
     SEND_LEASE,
     SEND_MAX_CONCURRENCY,
@@ -216,6 +220,23 @@ class AuditSettings:
 
 
 @attrs.define
+class ScreeningSettings:
+    urgent_response_hours: float = _help(
+        "How soon an urgent referral must be screened.", REFERRAL_RESPONSE_TIME_URGENT.total_seconds() / 3600
+    )
+    high_response_hours: float = _help(
+        "How soon a high-priority referral must be screened.", REFERRAL_RESPONSE_TIME_HIGH.total_seconds() / 3600
+    )
+    medium_response_hours: float = _help(
+        "How soon a medium-priority referral must be screened.", REFERRAL_RESPONSE_TIME_MEDIUM.total_seconds() / 3600
+    )
+    low_response_hours: float = _help(
+        "How soon a low-priority or unscored referral must be screened.",
+        REFERRAL_RESPONSE_TIME_LOW.total_seconds() / 3600,
+    )
+
+
+@attrs.define
 class WorkerSettings:
     in_process: bool | None = _help(
         "Run background workers inside `craig serve` (default: yes for memory/embedded).", None
@@ -249,6 +270,7 @@ class Settings:
     exchange: ExchangeSettings = attrs.field(factory=ExchangeSettings)
     intake: IntakeSettings = attrs.field(factory=IntakeSettings)
     rules: RulesSettings = attrs.field(factory=RulesSettings)
+    screening: ScreeningSettings = attrs.field(factory=ScreeningSettings)
     workers: WorkerSettings = attrs.field(factory=WorkerSettings)
     audit: AuditSettings = attrs.field(factory=AuditSettings)
 

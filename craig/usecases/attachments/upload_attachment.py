@@ -40,6 +40,7 @@ from craig.ports.object_store import ObjectStore
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments.events import upload_failed_event, uploaded_event
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.cases.visibility import visible_contact
 from craig.usecases.events.staging import stage_event
 from craig.usecases.ids import new_id
@@ -108,6 +109,7 @@ class UploadAttachment:
         )
         async with self.uow_factory() as phase1:
             await visible_contact(phase1, principal, case_id, contact_id)
+            await visible_open_case(phase1, principal, case_id)  # 409 case-closed
             # Only a retry (an id derived from the Idempotency-Key) can find an earlier attempt.
             earlier = await phase1.attachments.get(contact_id, draft.id) if attachment_id is not None else None
             if earlier is None:

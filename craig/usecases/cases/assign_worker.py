@@ -14,7 +14,7 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases.visibility import visible_case
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.events.staging import new_event, stage_event
 
 
@@ -36,7 +36,7 @@ class AssignWorker:
     async def __call__(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
         principal.require(Role.SUPERVISOR, Role.ADMIN)
         async with self.uow:
-            case = await visible_case(self.uow, principal, case_id)
+            case = await visible_open_case(self.uow, principal, case_id, for_update=True)  # 409 case-closed
             assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub)
             if assigned:
                 await stage_event(
@@ -52,6 +52,8 @@ class AssignWorker:
                         now=self.clock.now(),
                     ),
                 )
-                case = attrs.evolve(case, assigned_workers=case.assigned_workers | {worker_sub})
+                case = attrs.evolve(
+                    case, assigned_workers=case.assigned_workers | {worker_sub}, version=case.version + 1
+                )
             await self.uow.commit()
         return case, assigned

@@ -50,7 +50,7 @@ class OpenCase:
                 new_event(
                     CASE_OPENED,
                     aggregate_id=case.id,
-                    payload={"case_id": str(case.id), "created_by": str(case.created_by)},
+                    payload={"case_id": str(case.id), "created_by": str(case.created_by), "referral_id": None},
                     now=now,
                 ),
             )

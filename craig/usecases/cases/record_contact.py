@@ -17,7 +17,7 @@ from craig.ports.cases import HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.cases.visibility import visible_case
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 
@@ -48,7 +48,7 @@ class RecordContact:
             now=now,
         )
         async with self.uow:
-            await visible_case(self.uow, principal, case_id)
+            await visible_open_case(self.uow, principal, case_id)  # 409 case-closed
             await self.uow.contacts.add(contact)
             await stage_event(
                 self.uow,

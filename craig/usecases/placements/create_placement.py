@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from craig.domain.access import Principal
-from craig.domain.errors import NotFound
 from craig.domain.placement_changes import NewPlacement, decide_new_placement
 from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome
 from craig.ports.cases import HasCases
@@ -16,8 +15,8 @@ from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.ids import new_id
-from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient
 
@@ -45,7 +44,9 @@ class CreatePlacement:
 
     async def _attempt(self, principal: Principal, command: NewPlacement) -> Placement:
         async with self.uow:
-            await require_visible_case(self.uow, principal, command.case_id, NotFound("case", command.case_id))
+            # The case first, held FOR SHARE until commit: a concurrent closure waits for this
+            # placement and then sees it (409 case-has-active-placement), or closed first (409 case-closed).
+            await visible_open_case(self.uow, principal, command.case_id)
             home = None
             if command.foster_home_id is not None:
                 homes = self.uow.foster_homes

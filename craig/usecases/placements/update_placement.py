@@ -14,12 +14,14 @@ from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.placement_changes import PlacementPatch, decide_change, homes_to_lock
-from craig.domain.placements import Placement, UnknownFosterHome, UnknownPlacement
+from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome, UnknownPlacement
+from craig.domain.versions import IfMatch, check_if_match
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import visible_open_case
 from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient
@@ -34,25 +36,35 @@ class UpdatePlacement:
 
     404 for an unknown or invisible placement or an unknown home; 409 for a transition the table
     refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
-    a closed placement. A patch that changes nothing answers the placement unchanged."""
+    a closed placement. A patch that changes nothing answers the placement unchanged.
+    ``if_match``, when given, must name the placement's current version (412 otherwise).
+    Activating or moving needs the case open (409 ``case-closed``)."""
 
     def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
         self.uow = uow
         self.clock = clock
         self.retry = retry or TransientRetry()
 
-    async def __call__(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+    async def __call__(
+        self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None = None
+    ) -> Placement:
         return await retry_transient(
-            lambda: self._attempt(principal, placement_id, patch), self.retry, on_retry=log_retry
+            lambda: self._attempt(principal, placement_id, patch, if_match), self.retry, on_retry=log_retry
         )
 
-    async def _attempt(self, principal: Principal, placement_id: UUID, patch: PlacementPatch) -> Placement:
+    async def _attempt(
+        self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None
+    ) -> Placement:
         missing = UnknownPlacement(placement_id)
         async with self.uow:
             current = await self.uow.placements.get_placement_for_update(placement_id)
             if current is None:
                 raise missing
             await require_visible_case(self.uow, principal, current.case_id, missing)
+            check_if_match(if_match, "placement", current.version)
+            if patch.status is PlacementStatus.ACTIVE or patch.foster_home_id is not None:
+                # Lock order: the placement, its case (FOR SHARE, against a closure), its homes.
+                await visible_open_case(self.uow, principal, current.case_id)
             wanted = homes_to_lock(current, patch)
             homes = await self.uow.foster_homes.get_foster_homes_for_update(wanted)
             for home_id in wanted:

@@ -6,11 +6,14 @@ from typing import Any
 
 from craig.entrypoints.http.routes.attachments import ROUTES as ATTACHMENT_ROUTES
 from craig.entrypoints.http.routes.audit import ROUTES as AUDIT_ROUTES
+from craig.entrypoints.http.routes.case_lifecycle import ROUTES as CASE_LIFECYCLE_ROUTES
 from craig.entrypoints.http.routes.cases import ROUTES as CASE_ROUTES
 from craig.entrypoints.http.routes.exchange import ROUTES as EXCHANGE_ROUTES
+from craig.entrypoints.http.routes.foster_homes import ROUTES as FOSTER_HOME_ROUTES
 from craig.entrypoints.http.routes.intake import ROUTES as INTAKE_REFERRAL_ROUTES
 from craig.entrypoints.http.routes.me import me
 from craig.entrypoints.http.routes.placements import ROUTES as PLACEMENT_ROUTES
+from craig.entrypoints.http.routes.referrals import ROUTES as REFERRAL_ROUTES
 from craig.entrypoints.http.routes.rules import ROUTES as RULE_SET_ROUTES
 
 #: Under ``/v1``: Bearer JWT required; idempotency applies to POST and PATCH.
@@ -27,6 +30,10 @@ V1_ROUTES: list[Any] = [
     *RULE_SET_ROUTES,
     # the audit trail
     *AUDIT_ROUTES,
+    # casework: the intake queue, the case lifecycle, foster-home changes
+    *REFERRAL_ROUTES,
+    *CASE_LIFECYCLE_ROUTES,
+    *FOSTER_HOME_ROUTES,
 ]
 
 #: Under ``/intake``: public, anonymous; idempotency applies with a scope per route.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -18,17 +19,22 @@ from craig.domain.constants import (
     ATTACHMENT_MAX_BYTES,
     ATTACHMENT_MULTIPART_OVERHEAD_BYTES,
     ATTACHMENT_TYPE_MAX_LENGTH,
-    DEFAULT_PAGE_SIZE,
 )
 from craig.domain.errors import InvalidInput
-from craig.domain.pages import PageRequest
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.api_contract import answers
-from craig.entrypoints.http.dependencies import Me
-from craig.entrypoints.http.routes.case_views import AttachmentPage, AttachmentView, attachment_view
-from craig.entrypoints.http.routes.cases import CONTACT
+from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
+from craig.entrypoints.http.routes.case_views import (
+    AttachmentKeysetPage,
+    AttachmentPage,
+    AttachmentView,
+    attachment_view,
+)
+from craig.entrypoints.http.routes.cases import CONTACT, PAGING_PROBLEMS
 from craig.ports.object_store import Download
 from craig.usecases.attachments import GetAttachment, ListAttachments, OpenAttachment, UploadAttachment
+from craig.usecases.listings.list_attachment_page import ListAttachmentPage
 
 ATTACHMENTS = f"{CONTACT}/attachments"
 ATTACHMENT = f"{ATTACHMENTS}/{{attachment_id:uuid}}"
@@ -135,6 +141,7 @@ def _optional_text(form: dict[str, Any], name: str) -> str | None:
         "empty-attachment",
         "invalid-input",
         "conflict",
+        "case-closed",
         headers=("Location",),
         request_body=UPLOAD_FORM,
     ),
@@ -171,18 +178,36 @@ async def upload_attachment(
     return Response(attachment_view(attachment), status_code=201, headers={"Location": location})
 
 
-@get(ATTACHMENTS, tags=["attachments"], summary="A contact's attachments")
+@get(
+    ATTACHMENTS,
+    tags=["attachments"],
+    summary="A contact's attachments",
+    opt=answers(*PAGING_PROBLEMS, "invalid-input", optional_headers=("Link",)),
+)
 async def list_attachments(
+    request: Request[Any, Any, Any],
     case_id: FromPath[UUID],
     contact_id: FromPath[UUID],
     principal: Me,
+    cursors: Paging,
     list_attachments: NamedDependency[ListAttachments],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> AttachmentPage:
-    """Every status: `pending` ones are still being stored (or are about to be reconciled)."""
-    found = await list_attachments(principal, case_id, contact_id, PageRequest(page, per_page))
-    return AttachmentPage([attachment_view(a) for a in found.items], found.page, found.per_page, found.total)
+    list_attachment_page: NamedDependency[ListAttachmentPage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[AttachmentKeysetPage | AttachmentPage]:
+    """Every status: `pending` ones are still being stored (or are about to be reconciled).
+    Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        found = await list_attachments(principal, case_id, contact_id, legacy)
+        views = [attachment_view(a) for a in found.items]
+        return Response(AttachmentPage(views, found.page, found.per_page, found.total))
+    keyset = keyset_of(request, cursors, limit, cursor, (datetime, UUID))
+    result = await list_attachment_page(principal, case_id, contact_id, keyset)
+    next_cursor, headers = next_page(request, cursors, result.next_after)
+    return Response(AttachmentKeysetPage([attachment_view(a) for a in result.items], next_cursor), headers=headers)
 
 
 @get(ATTACHMENT, tags=["attachments"], summary="An attachment's metadata")

@@ -1,4 +1,5 @@
-"""What the case, contact and attachment routes read and answer, as typed structs."""
+"""What the case, contact and attachment routes read and answer, as typed structs (a case with its
+ETag)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import msgspec
 
 from craig.domain.access import Principal, Role
 from craig.domain.attachments import Attachment, ObjectStatus
-from craig.domain.cases import Case
+from craig.domain.cases import Case, CaseStatus
 from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_TITLE_MAX_LENGTH, CONTACT_SUMMARY_MAX_LENGTH
 from craig.domain.contacts import Contact, ContactType
+from craig.entrypoints.http.etags import etag
 from craig.entrypoints.http.schema_meta import documented
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
@@ -51,9 +53,25 @@ class CaseView(msgspec.Struct):
     created_at: datetime
     #: The subjects of the case workers assigned, sorted.
     assigned_workers: list[UUID]
+    status: CaseStatus
+    closed_at: datetime | None
+    close_reason: str | None
+    referral_id: UUID | None
+    updated_at: datetime
+    #: Grows by one with every change; the ETag is made from it.
+    version: int
 
 
 class CasePage(msgspec.Struct):
+    """A keyset page: ``next_cursor`` is null on the last page."""
+
+    items: list[CaseView]
+    next_cursor: str | None
+
+
+class LegacyCasePage(msgspec.Struct):
+    """The offset page ``page``/``per_page`` still answer: ``{items, page, per_page, total}``."""
+
     items: list[CaseView]
     page: int
     per_page: int
@@ -69,6 +87,13 @@ class ContactView(msgspec.Struct):
     created_by: UUID
     worker_name: str
     created_at: datetime
+
+
+class ContactKeysetPage(msgspec.Struct):
+    """A keyset page: ``next_cursor`` is null on the last page."""
+
+    items: list[ContactView]
+    next_cursor: str | None
 
 
 class ContactPage(msgspec.Struct):
@@ -89,6 +114,13 @@ class AttachmentView(msgspec.Struct):
     uploaded_by: UUID
     worker_name: str
     created_at: datetime
+
+
+class AttachmentKeysetPage(msgspec.Struct):
+    """A keyset page: ``next_cursor`` is null on the last page."""
+
+    items: list[AttachmentView]
+    next_cursor: str | None
 
 
 class AttachmentPage(msgspec.Struct):
@@ -112,7 +144,17 @@ def case_view(case: Case) -> CaseView:
         created_by=case.created_by,
         created_at=case.created_at,
         assigned_workers=workers,
+        status=case.status,
+        closed_at=case.closed_at,
+        close_reason=case.close_reason,
+        referral_id=case.referral_id,
+        updated_at=case.updated_at,
+        version=case.version,
     )
+
+
+def case_headers(case: Case) -> dict[str, str]:
+    return {"ETag": etag(case.version)}
 
 
 def contact_view(contact: Contact) -> ContactView:

@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
@@ -24,8 +24,10 @@ from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord
 from craig.domain.partners import Partner
 from craig.entrypoints.http.api_contract import SUPERVISORS, answers
-from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
 from craig.entrypoints.http.problems import ProblemException
+from craig.entrypoints.http.routes.cases import PAGING_PROBLEMS
 from craig.ports.exchange import UpstreamError
 from craig.usecases.exchange import (
     GetTransaction,
@@ -37,6 +39,7 @@ from craig.usecases.exchange import (
     ShowPartner,
     StartTransaction,
 )
+from craig.usecases.listings.list_partner_page import ListPartnerPage
 
 TAGS = ["exchange"]
 
@@ -72,6 +75,11 @@ class PartnerPage(msgspec.Struct):
     page: int
     per_page: int
     total: int
+
+
+class PartnerKeysetPage(msgspec.Struct):
+    items: list[PartnerView]
+    next_cursor: str | None
 
 
 class RecordView(msgspec.Struct):
@@ -190,12 +198,30 @@ async def register_partner(
     return Response(_partner(partner), status_code=201, headers={"Location": f"/v1/exchange/partners/{partner.id}"})
 
 
-@get("/exchange/partners", tags=TAGS, summary="Partners by name, paginated")
+@get(
+    "/exchange/partners",
+    tags=TAGS,
+    summary="Partners by name, paginated",
+    opt=answers(*PAGING_PROBLEMS, "invalid-input", optional_headers=("Link",)),
+)
 async def list_partners(
-    list_partners: NamedDependency[ListPartners], page: FromQuery[int] = 1, per_page: FromQuery[int] = DEFAULT_PAGE_SIZE
-) -> PartnerPage:
-    result = await list_partners(PageRequest(page=page, per_page=per_page))
-    return PartnerPage([_partner(p) for p in result.items], result.page, result.per_page, result.total)
+    request: Request[Any, Any, Any],
+    cursors: Paging,
+    list_partners: NamedDependency[ListPartners],
+    list_partner_page: NamedDependency[ListPartnerPage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[PartnerPage | PartnerKeysetPage]:
+    """Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        result = await list_partners(legacy)
+        return Response(PartnerPage([_partner(p) for p in result.items], result.page, result.per_page, result.total))
+    found = await list_partner_page(keyset_of(request, cursors, limit, cursor, (str, UUID)))
+    next_cursor, headers = next_page(request, cursors, found.next_after)
+    return Response(PartnerKeysetPage([_partner(p) for p in found.items], next_cursor), headers=headers)
 
 
 @get("/exchange/partners/{partner_id:uuid}", tags=TAGS, summary="A partner and a preview of its records")

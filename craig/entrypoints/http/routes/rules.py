@@ -7,15 +7,17 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from craig.domain.constants import DEFAULT_PAGE_SIZE
-from craig.domain.pages import PageRequest
 from craig.domain.rules import RuleSet
 from craig.entrypoints.http.api_contract import SUPERVISORS, answers
-from craig.entrypoints.http.dependencies import Me
+from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
+from craig.entrypoints.http.routes.cases import PAGING_PROBLEMS
+from craig.ports.rules import RuleSetSummary
+from craig.usecases.listings.list_rule_set_page import ListRuleSetPage
 from craig.usecases.rules import CreateRuleSet, EvaluateRuleSet, GetRuleSet, ListRuleSets
 
 TAGS = ["rule sets"]
@@ -46,6 +48,11 @@ class RuleSetSummaryView(msgspec.Struct):
     rule_count: int
     created_by: UUID
     created_at: datetime
+
+
+class RuleSetKeysetPage(msgspec.Struct):
+    items: list[RuleSetSummaryView]
+    next_cursor: str | None
 
 
 class RuleSetPage(msgspec.Struct):
@@ -86,27 +93,36 @@ async def create_rule_set(
     return Response(_view(rule_set), status_code=201, headers={"Location": location})
 
 
-@get("/rule-sets", tags=TAGS, summary="Every rule set's latest version, by name")
+@get(
+    "/rule-sets",
+    tags=TAGS,
+    summary="Every rule set's latest version, by name",
+    opt=answers(*PAGING_PROBLEMS, "invalid-input", optional_headers=("Link",)),
+)
 async def list_rule_sets(
+    request: Request[Any, Any, Any],
+    cursors: Paging,
     list_rule_sets: NamedDependency[ListRuleSets],
-    page: FromQuery[int] = 1,
-    per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
-) -> RuleSetPage:
-    result = await list_rule_sets(PageRequest(page=page, per_page=per_page))
-    return RuleSetPage(
-        items=[
-            RuleSetSummaryView(
-                name=s.name,
-                version=s.version,
-                rule_count=s.rule_count,
-                created_by=s.created_by,
-                created_at=s.created_at,
-            )
-            for s in result.items
-        ],
-        page=result.page,
-        per_page=result.per_page,
-        total=result.total,
+    list_rule_set_page: NamedDependency[ListRuleSetPage],
+    limit: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    page: FromQuery[int | None] = None,
+    per_page: FromQuery[int | None] = None,
+) -> Response[RuleSetPage | RuleSetKeysetPage]:
+    """Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
+    legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
+    if legacy is not None:
+        result = await list_rule_sets(legacy)
+        items = [_summary(s) for s in result.items]
+        return Response(RuleSetPage(items=items, page=result.page, per_page=result.per_page, total=result.total))
+    found = await list_rule_set_page(keyset_of(request, cursors, limit, cursor, (str,)))
+    next_cursor, headers = next_page(request, cursors, found.next_after)
+    return Response(RuleSetKeysetPage([_summary(s) for s in found.items], next_cursor), headers=headers)
+
+
+def _summary(s: RuleSetSummary) -> RuleSetSummaryView:
+    return RuleSetSummaryView(
+        name=s.name, version=s.version, rule_count=s.rule_count, created_by=s.created_by, created_at=s.created_at
     )
 
 

@@ -1,0 +1,64 @@
+"""Every route refuses a query parameter it does not declare: 400 ``unknown-parameter`` naming it.
+
+A typo (``?famly_name=Doe``) would otherwise be ignored silently and answer the unfiltered list.
+One ``before_request`` hook for the whole app compares the query with the parameters the route
+handler declares (its query parameters, by their query name), read from the handler's
+signature, which Litestar keeps parsed. A malformed value of a declared parameter is Litestar's
+own 400 ``invalid-request``, which names the parameter too. Routes that are not Craig's (the
+OpenAPI document, Swagger UI) are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import BodyKwarg, CookieParameter, HeaderParameter, ParameterKwarg, PathParameter
+
+from craig.entrypoints.http.problems import ProblemException
+
+#: Handler parameters Litestar fills from the connection itself, never from the query.
+_RESERVED = frozenset({"request", "socket", "scope", "state", "headers", "cookies", "query", "body", "data"})
+_NOT_QUERY = (PathParameter, HeaderParameter, CookieParameter)
+
+
+def query_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    """The query parameters ``handler`` declares."""
+    dependencies = set(handler.resolve_dependencies())
+    names = set()
+    for name, field in handler.parsed_fn_signature.parameters.items():
+        if name in _RESERVED or name in dependencies:
+            continue
+        kwarg = field.kwarg_definition
+        if isinstance(kwarg, BodyKwarg):
+            continue
+        if isinstance(kwarg, ParameterKwarg):
+            if kwarg.header or kwarg.cookie or isinstance(kwarg, _NOT_QUERY):
+                continue
+            names.add(kwarg.query or name)
+        elif kwarg is None:
+            names.add(name)
+    return frozenset(names)
+
+
+def _is_ours(handler: Any) -> bool:
+    fn = getattr(handler, "fn", None)
+    return str(getattr(fn, "__module__", "")).startswith("craig.")
+
+
+async def refuse_unknown_query_parameters(request: Request[Any, Any, Any]) -> None:
+    """The ``before_request`` hook."""
+    handler = request.scope.get("route_handler")
+    if not isinstance(handler, HTTPRouteHandler) or not _is_ours(handler) or not request.scope.get("query_string"):
+        return
+    declared = query_names(handler) - set(request.path_params)
+    for name in request.query_params:
+        if name not in declared:
+            allowed = ", ".join(sorted(declared)) or "none"
+            raise ProblemException(
+                400,
+                "unknown-parameter",
+                f"this route has no query parameter {name!r} (it takes: {allowed})",
+                extra={"parameter": name},
+            )

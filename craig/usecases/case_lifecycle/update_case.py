@@ -1,0 +1,44 @@
+"""Change a case's title and family name, from the version the client read."""
+
+from __future__ import annotations
+
+from typing import Protocol
+from uuid import UUID
+
+from craig.domain.access import Principal
+from craig.domain.case_lifecycle import CaseDetails, update_details
+from craig.domain.cases import Case
+from craig.domain.versions import IfMatch
+from craig.ports.cases import HasCases
+from craig.ports.clock import Clock
+from craig.ports.outbox import HasOutbox
+from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.case_lifecycle.guards import locked_visible_case
+from craig.usecases.facts import stage_facts
+
+
+class UpdateCaseWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+    """The unit of work :class:`UpdateCase` uses."""
+
+
+class UpdateCase:
+    """The case locked, its version compared with ``if_match`` (412 ``precondition-failed``
+    when stale), then changed; ``cases.case_updated`` names the changed fields. Of concurrent
+    changes from one read exactly one wins: the lock makes them run one after the other, and
+    each later one finds a newer version."""
+
+    def __init__(self, uow: UpdateCaseWork, clock: Clock) -> None:
+        self.uow = uow
+        self.clock = clock
+
+    async def __call__(self, principal: Principal, case_id: UUID, details: CaseDetails, if_match: IfMatch) -> Case:
+        async with self.uow:
+            case = await locked_visible_case(self.uow, principal, case_id)
+            if_match.check("case", case.version)
+            now = self.clock.now()
+            updated, facts = update_details(case, details, by=principal.sub, now=now)
+            if facts:
+                await self.uow.cases.save(updated)
+                await stage_facts(self.uow, facts, now)
+            await self.uow.commit()
+        return updated

@@ -1,0 +1,1 @@
+"""Use cases of foster homes (change, page, placement history), one per module."""

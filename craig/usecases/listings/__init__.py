@@ -1,0 +1,1 @@
+"""Keyset pages of the older lists (contacts, attachments, partners, rule sets), one use case per module."""
