@@ -28,6 +28,9 @@ FINGERPRINT_JSON_MAX_DEPTH: Final = 256
 #: raw bytes (the form parser refuses more than 1000 parts anyway).
 FINGERPRINT_MULTIPART_MAX_PARTS: Final = 1000
 FINGERPRINT_MULTIPART_MAX_HEADER_BYTES: Final = 64 * 1024
+#: A body larger than this is fingerprinted in a worker thread, so a large (if linear) canonical
+#: form never holds the event loop while other requests wait.
+FINGERPRINT_INLINE_MAX_BYTES: Final = 64 * 1024
 #: How long a concurrent duplicate waits for the winner before answering 409 + Retry-After.
 #: Never longer than the claim TTL.
 IDEMPOTENCY_LOSER_WAIT_CEILING: Final = timedelta(seconds=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -11,9 +12,10 @@ import pytest
 
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.idempotency import MemoryIdempotencyStore
+from craig.domain.constants import FINGERPRINT_INLINE_MAX_BYTES
 from craig.domain.idempotency import ClaimRequest, Slot
 from craig.ports.idempotency import Claimed
-from craig.usecases.idempotency import IdempotencyPolicy, IdempotentRequests
+from craig.usecases.idempotency import IdempotencyPolicy, IdempotentRequests, idempotent_requests
 from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = pytest.mark.unit
@@ -94,3 +96,27 @@ async def test_a_failing_beat_is_retried_and_never_breaks_the_block() -> None:
     async with requests.keep_claim(slot):
         await _until(lambda: store.beats >= 2)  # tried again at the next beat
     assert store.beats >= 2
+
+
+@pytest.mark.parametrize(
+    ("size", "off_loop"), [(FINGERPRINT_INLINE_MAX_BYTES, False), (FINGERPRINT_INLINE_MAX_BYTES + 1, True)]
+)
+async def test_a_body_above_the_inline_limit_is_fingerprinted_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch, size: int, off_loop: bool
+) -> None:
+    threads: list[int] = []
+    real = idempotent_requests.fingerprint
+
+    def recording(content_type: str | None, body: bytes) -> str:
+        threads.append(threading.get_ident())
+        return real(content_type, body)
+
+    monkeypatch.setattr(idempotent_requests, "fingerprint", recording)
+    body = b'{"a": "' + b"x" * (size - 9) + b'"}'
+    assert len(body) == size
+    claim = await IdempotentRequests.prepare(
+        user_sub=None, method="POST", path="/v1/x", key="k" * 16, content_type="application/json", body=body
+    )
+    assert claim.fingerprint == real("application/json", body)
+    assert (threads != [threading.get_ident()]) is off_loop
+    assert len(threads) == 1

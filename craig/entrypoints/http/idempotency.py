@@ -88,7 +88,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         user = scope.get("user")
         requests = self.requests()
         try:
-            claim_request = requests.claim_request(
+            claim_request = await requests.prepare(
                 user_sub=user.sub if isinstance(user, Principal) else None,
                 method=method,
                 path=scope["path"],

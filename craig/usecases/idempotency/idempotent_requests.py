@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
 from typing import Protocol
@@ -30,7 +31,7 @@ import attrs
 import structlog
 
 from craig.domain import idempotency as model
-from craig.domain.constants import IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL
+from craig.domain.constants import FINGERPRINT_INLINE_MAX_BYTES, IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL
 from craig.domain.fingerprint import cache_key, fingerprint, validate_key
 from craig.domain.idempotency import ClaimRequest, Mismatch, Replay, Slot
 from craig.ports.errors import PortError
@@ -87,6 +88,26 @@ class IdempotentRequests:
             fingerprint=fingerprint(content_type, body),
             slot_id=new_id(),
         )
+
+    @classmethod
+    async def prepare(
+        cls, *, user_sub: UUID | None, method: str, path: str, key: str, content_type: str | None, body: bytes
+    ) -> ClaimRequest:
+        """:meth:`claim_request`, off the event loop for a body larger than
+        :data:`~craig.domain.constants.FINGERPRINT_INLINE_MAX_BYTES` (canonicalising is linear in
+        the body's size, but a megabyte of it is still milliseconds the other requests would wait)."""
+        claim = functools.partial(
+            cls.claim_request,
+            user_sub=user_sub,
+            method=method,
+            path=path,
+            key=key,
+            content_type=content_type,
+            body=body,
+        )
+        if len(body) <= FINGERPRINT_INLINE_MAX_BYTES:
+            return claim()
+        return await asyncio.to_thread(claim)
 
     async def begin(self, request: ClaimRequest) -> Begin:
         loop = asyncio.get_running_loop()
