@@ -14,7 +14,8 @@ from tests.support.backends import Backend
 
 pytestmark = pytest.mark.contract
 
-WINDOW = timedelta(seconds=1)
+#: Four per 4 s: one per second, so each step below has a second of slack on a loaded machine.
+WINDOW = timedelta(seconds=4)
 
 
 def limiter(backend: Backend) -> RateLimiter:
@@ -29,11 +30,11 @@ async def test_a_burst_up_to_the_limit_then_refusals_then_one_per_interval(backe
     decisions = [await rate.hit("intake:198.51.100.7", 4, WINDOW) for _ in range(6)]
     assert [d.allowed for d in decisions] == [True, True, True, True, False, False]
     refused = decisions[4]
-    assert timedelta(0) < refused.retry_after <= timedelta(milliseconds=250)
+    assert timedelta(0) < refused.retry_after <= timedelta(seconds=1)
     assert refused.retry_after_seconds == 1
     assert (await rate.hit("intake:203.0.113.1", 4, WINDOW)).allowed  # buckets are independent
 
-    await backend.sleep(0.3)  # a little over one interval (window / limit = 250 ms)
+    await backend.sleep(1.1)  # a little over one interval (window / limit = 1 s)
     assert (await rate.hit("intake:198.51.100.7", 4, WINDOW)).allowed
     assert not (await rate.hit("intake:198.51.100.7", 4, WINDOW)).allowed
 
