@@ -59,6 +59,10 @@ async def test_a_statement_refused_for_good_is_a_defect(
         ["SET LOCAL statement_timeout = 50", "SELECT pg_sleep(30)"],  # 57014 query_canceled
         ["SELECT pg_terminate_backend(pg_backend_pid())"],  # 57P01 admin_shutdown, connection gone
         ["SET TRANSACTION READ ONLY", "CREATE TABLE t_read_only (id int)"],  # 25006, as on a standby
+        # the server's own words for "too many connections" and "connection failure", as a pooler
+        # or a proxy in front of PostgreSQL answers them
+        ["DO $$ BEGIN RAISE EXCEPTION 'too many' USING ERRCODE = '53300'; END $$"],
+        ["DO $$ BEGIN RAISE EXCEPTION 'link down' USING ERRCODE = '08006'; END $$"],
     ],
 )
 async def test_availability_failures_are_unavailable(database: PostgresDatabase, statements: list[str]) -> None:
