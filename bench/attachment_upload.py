@@ -35,7 +35,7 @@ Upload = Callable[[bytes], Awaitable[None]]
 
 
 def legacy(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contact: Contact) -> Upload:
-    """The pre-seed flow: one transaction around the put; a crash after the put leaves an orphan,
+    """The legacy flow: one transaction around the put; a crash after the put leaves an orphan,
     a failed commit after it leaves a blob without a row."""
 
     async def upload(body: bytes) -> None:

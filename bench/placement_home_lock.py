@@ -1,4 +1,4 @@
-"""Home lock mode: ``FOR NO KEY UPDATE`` (Craig) against ``FOR UPDATE`` (the seed's literal SQL).
+"""Home lock mode: ``FOR NO KEY UPDATE`` (Craig) against ``FOR UPDATE`` (the plain row lock).
 
 Activations into one home queue for its row lock, as they must. Meanwhile case workers create
 *planned* placements in the same home. Each insert's foreign-key check takes ``FOR KEY SHARE`` on

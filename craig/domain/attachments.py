@@ -1,6 +1,6 @@
 """Contact attachments: upload validation, the two-phase object status, safe names.
 
-An attachment row is written before its blob (seed "Phase 1": ``pending``), then promoted to
+An attachment row is written before its blob (Phase 1: ``pending``), then promoted to
 ``present`` once the blob is stored (Phase 2). ``failed`` marks a row whose stored object does
 not match it (see the scanner); it is kept for an operator, never served.
 """
@@ -63,7 +63,7 @@ class Attachment:
         return self.object_status is ObjectStatus.PRESENT
 
 
-# --- validation (seed: validate_upload) ---------------------------------------------------------
+# --- validation ---------------------------------------------------------------------------------
 
 
 class UploadTooLarge(InvalidInput):

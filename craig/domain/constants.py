@@ -1,4 +1,4 @@
-"""Every tunable constant of Craig, in one place (seed: "Constants (seed)").
+"""Every tunable constant of Craig, in one place.
 
 Units live in the type (``timedelta``) or in the name (``_BYTES``, ``_RPM``). Settings may
 override some of these per deployment; the values here are the documented defaults.
@@ -61,7 +61,7 @@ OUTBOX_PUBLISH_CONCURRENCY: Final = 64
 #: failure) is stored cut to this length.
 DELIVERY_ERROR_MAX_CHARS: Final = 2000
 
-# --- Idempotent inbox (seed: inbox_retry_semantics) -------------------------------------
+# --- Idempotent inbox -------------------------------------------------------------------
 #: Failed retries before a message goes to the dead-letter exchange.
 INBOX_MAX_RETRIES: Final = 5
 INBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
@@ -162,12 +162,12 @@ EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS: Final = 100
 #: Lines of the server's log quoted when it fails to start or stop.
 EMBEDDED_POSTGRES_LOG_TAIL_LINES: Final = 20
 
-# --- Attachments (seed: AttachmentScanner) --------------------------------------------------
+# --- Attachments and their scanner ----------------------------------------------------------
 ATTACHMENT_MAX_BYTES: Final = 25 * 1024 * 1024
 ATTACHMENT_SCAN_GRACE: Final = timedelta(hours=1)
 ATTACHMENT_SCAN_INTERVAL: Final = timedelta(minutes=5)
 
-# --- Cases, contacts and attachments (issue 5) ----------------------------------------------
+# --- Cases, contacts and attachments --------------------------------------------------------
 #: Multipart framing accepted on top of ``attachments.max_bytes`` (boundaries, part headers,
 #: the ``attachment_type`` field): the upload route's own request body limit.
 ATTACHMENT_MULTIPART_OVERHEAD_BYTES: Final = 64 * 1024
@@ -210,7 +210,7 @@ OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS: Final = 3
 #: holds at most this many entries per directory level in memory, never a directory or the tree.
 OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000
 
-# --- Partner exchange (seed: send_worker.rs) ---------------------------------------------
+# --- Partner exchange --------------------------------------------------------------------
 DEFAULT_PARTNER_RATE_LIMIT_RPM: Final = 60
 #: Bounds of a partner's registration.
 PARTNER_NAME_MAX_LENGTH: Final = 200
@@ -265,8 +265,8 @@ SEND_WORKER_FINISH_TIMEOUT: Final = timedelta(seconds=10)
 #: A claimed job whose partner has no rate-limit slot within this is given back to the queue
 #: (its attempt undone), so one slow-rate partner cannot occupy every dispatch slot for long.
 SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)
-#: Not in the seed (which only polls): an idle worker woken by NOTIFY on enqueue waits this long
-#: before claiming, so a burst is claimed in full batches.
+#: An idle worker woken by NOTIFY on enqueue (it also polls) waits this long before claiming,
+#: so a burst is claimed in full batches.
 SEND_WAKE_LINGER: Final = timedelta(milliseconds=5)
 #: A finished dispatch's outcome waits for the worker's next pass at most this long before it
 #: is recorded on its own.
@@ -295,7 +295,7 @@ PARTNER_READ_MAX_RATE_WAIT: Final = timedelta(seconds=5)
 #: Items of the partner's first records page shown in a partner's detail view.
 PARTNER_RECORDS_PREVIEW_SIZE: Final = 5
 
-# --- Foster homes and placements (issue 6) --------------------------------------------------
+# --- Foster homes and placements ------------------------------------------------------------
 #: Attempts of one placement transaction when PostgreSQL reports a deadlock or serialization
 #: failure; the last failure answers 409 ``concurrent-update`` (never a 5xx).
 PLACEMENT_TRANSACTION_MAX_ATTEMPTS: Final = 5
@@ -305,7 +305,7 @@ FOSTER_HOME_NAME_MAX_LENGTH: Final = 200
 #: Homes at capacity listed by name in ``craig status`` (the count is always exact).
 STATUS_FULL_HOMES_SHOWN: Final = 10
 
-# --- Public intake, triage rule sets, field encryption (issue 8) ---------------------------
+# --- Public intake, triage rule sets, field encryption -------------------------------------
 #: The rule set that scores every public referral (seeded by migration 0009).
 INTAKE_TRIAGE_RULE_SET: Final = "intake-triage"
 #: Largest ``POST /intake/referrals`` body: a form, never a file.

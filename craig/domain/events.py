@@ -1,4 +1,4 @@
-"""The event envelope every Craig event travels in (seed: ``EventEnvelope::new``)."""
+"""The event envelope every Craig event travels in."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Partner exchange: send jobs, their state machine, the seed's backoff and outcome rules.
+"""Partner exchange: send jobs, their state machine, the backoff and outcome rules.
 
-A send job delivers one transaction's payload to one partner (seed: ``exchange_send_jobs``,
-``ExchangeSendWorker``). ``attempts`` counts dispatches *started*: a claim adds one, so a worker
-that dies mid-dispatch has still used an attempt and a poison job cannot loop forever; a lease
-that runs out returns the job to ``pending`` keeping that count.
+A send job (a row of ``exchange_send_jobs``) delivers one transaction's payload to one partner.
+``attempts`` counts dispatches *started*: a claim adds one, so a worker that dies mid-dispatch
+has still used an attempt and a poison job cannot loop forever; a lease that runs out returns
+the job to ``pending`` keeping that count.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ Schedule = Sequence[timedelta]
 
 
 def backoff(attempts: int, schedule: Schedule = SEND_BACKOFF_SCHEDULE) -> timedelta:
-    """Seed ``backoff``: 1 -> 5 s, 2 -> 30 s, 3 -> 2 min, 4 -> 5 min, 5 -> 15 min, then 30 min.
+    """The default retry schedule: 1 -> 5 s, 2 -> 30 s, 3 -> 2 min, 4 -> 5 min, 5 -> 15 min, then 30 min.
 
     ``attempts`` is the number of dispatches made so far (>= 1). Tests may pass a faster
-    ``schedule``; production always runs the seed's.
+    ``schedule``; production always runs the default.
     """
     if attempts < 1:
         raise ValueError("attempts counts from 1")

@@ -1,4 +1,4 @@
-"""The inbox retry policy (seed: ``inbox_retry_semantics``), pure.
+"""The inbox retry policy, pure.
 
 A failed delivery is retried after ``base * 2**(n-1)`` (1 s, 2 s, 4 s, ... capped at 60 s) with
 equal jitter; after ``INBOX_MAX_RETRIES`` failed retries — or at once for a non-retryable

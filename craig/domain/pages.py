@@ -1,4 +1,4 @@
-"""Pagination (seed: ``PageResponse``): ``{items, page, per_page, total}``."""
+"""Pagination: ``{items, page, per_page, total}``."""
 
 from __future__ import annotations
 

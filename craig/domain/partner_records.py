@@ -1,4 +1,4 @@
-"""Records read from a partner's paginated API, parsed into typed items (seed: ``PageResponse<T>``).
+"""Records read from a partner's paginated API, parsed into typed items.
 
 A partner page is ``{items, page, per_page, total}``; each record is
 ``{id, type, updated_at?, data?}``. Parsing is strict: a body of any other shape raises

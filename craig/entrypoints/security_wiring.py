@@ -19,7 +19,7 @@ CAPTCHA_DISABLED = "disabled"
 
 def field_encryptor_from(settings: Settings) -> FieldEncryptor | None:
     """The key ring, or None (``encryption_mode=optional`` without a key). Raises
-    :class:`SettingsError` with the seed's message when the mode is required and no key loads."""
+    :class:`SettingsError` with the loader's message when the mode is required and no key loads."""
     try:
         return load_encryptor(settings.encryption_mode.value, settings.field_encryption_key)
     except EncryptionUnavailable as error:

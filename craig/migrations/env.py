@@ -2,8 +2,8 @@
 
 The URL comes from ``config.attributes["url"]`` when Craig runs migrations itself
 (``craig db upgrade``, the test fixtures), else from Craig's settings (``CRAIG_DATABASE__URL``).
-Revisions are plain SQL through ``op.execute``: the seed's SQL is the contract, and it must run
-on PostgreSQL 15 and 18 alike (no ``uuidv7()``: ids are made by the application).
+Revisions are plain SQL through ``op.execute``: the SQL is written out as it runs, and it must
+run on PostgreSQL 15 and 18 alike (no ``uuidv7()``: ids are made by the application).
 """
 
 from __future__ import annotations

@@ -239,7 +239,7 @@ Pace = Callable[[], Awaitable[None]]
 
 
 class UpstreamError(PortError):
-    """A partner read failed (seed: ``ApiError::upstream(path, e)``); answered as a 502."""
+    """A partner read failed at ``path``; answered as a 502 ``upstream`` problem."""
 
     code = "upstream"
 
@@ -254,7 +254,7 @@ class UpstreamError(PortError):
 
 
 class UpstreamDeserializeError(UpstreamError):
-    """The partner answered a body of the wrong shape (seed: ``upstream_deserialize``)."""
+    """The partner answered a body of the wrong shape; answered as a 502 ``upstream_deserialize``."""
 
     code = "upstream_deserialize"
 

@@ -1,4 +1,4 @@
-"""Ports of the idempotent inbox (seed: ``event_inbox``, ``handle_idempotently``)."""
+"""Ports of the idempotent inbox (the ``event_inbox`` table, used by ``handle_idempotently``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rows that point at blobs written in two phases (seed: ``object_status``), as the scanner sees them.
+"""Rows that point at blobs written in two phases (``object_status``), as the scanner sees them.
 
 A table registers with the attachment scanner by offering this port on the unit of work
 (``contact_attachments`` is ``uow.attachments``); the scanner needs nothing else of it.
@@ -59,5 +59,5 @@ class ObjectRows(Protocol):
 
     async def pending_stats(self) -> PendingStats:
         """The ``pending`` backlog for metrics and ``craig status`` (``now`` is the database clock;
-        the seed's partial index on pending rows serves it)."""
+        the partial index on pending rows serves it)."""
         ...

@@ -1,4 +1,4 @@
-"""Revisions 0005 (legacy contact_attachments) and 0006 (the seed's object_status) on a real server:
+"""Revisions 0005 (legacy contact_attachments) and 0006 (object_status) on a real server:
 legacy rows are backfilled as ``present``, the default is dropped, the partial index exists, and
 both revisions downgrade and upgrade again."""
 

@@ -1,4 +1,4 @@
-"""Seed: rules cache invalidation across instances.
+"""Rules cache invalidation across instances.
 
 Two app instances share one PostgreSQL and one RabbitMQ. Each keeps its own decision cache.
 After a rule set is created on A, B answers with the new version within one second: the

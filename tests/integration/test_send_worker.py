@@ -1,7 +1,7 @@
 """The send-job worker on real PostgreSQL against the fake partner on 127.0.0.1.
 
 Backoffs are scaled down (``SendPolicy.backoff``) so retries take milliseconds; the domain tests
-pin the seed's schedule itself. Workers that must not share memory run as real subprocesses.
+pin the default schedule itself. Workers that must not share memory run as real subprocesses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Domain properties of partner exchange: the seed's backoff, outcome classification, decisions."""
+"""Domain properties of partner exchange: the default backoff, outcome classification, decisions."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from craig.domain.exchange import (
 
 pytestmark = pytest.mark.unit
 
-SEED = {1: 5, 2: 30, 3: 120, 4: 300, 5: 900}
+DEFAULT_SCHEDULE = {1: 5, 2: 30, 3: 120, 4: 300, 5: 900}
 statuses = st.integers(min_value=100, max_value=599)
 retry_afters = st.none() | st.integers(min_value=0, max_value=10 * 3600).map(lambda s: timedelta(seconds=s))
 results = st.builds(PartnerAnswer, statuses, retry_afters) | st.builds(
@@ -34,8 +34,8 @@ results = st.builds(PartnerAnswer, statuses, retry_afters) | st.builds(
 )
 
 
-def test_backoff_is_the_seed_schedule() -> None:
-    for attempts, seconds in SEED.items():
+def test_backoff_is_the_default_schedule() -> None:
+    for attempts, seconds in DEFAULT_SCHEDULE.items():
         assert backoff(attempts) == timedelta(seconds=seconds)
     assert backoff(6) == timedelta(minutes=30)
     assert SEND_MAX_ATTEMPTS == 6

@@ -129,7 +129,7 @@ def test_bad_key_settings_are_explained(setting: str, words: str) -> None:
         parse_key_ring(setting)
 
 
-# --- encryption_mode (seed: EncryptionMode, encrypt_field, startup selection) ------------------
+# --- encryption_mode (EncryptionMode, encrypt_field, startup selection) ------------------------
 
 
 def test_required_without_a_key_refuses_with_the_seed_message() -> None:
@@ -159,7 +159,7 @@ def test_startup_selection_logs_the_seed_lines() -> None:
     assert all(entry["log_level"] == "info" for entry in logs)
 
 
-def test_encrypt_field_follows_the_seed() -> None:
+def test_encrypt_field_encrypts_or_refuses_by_mode() -> None:
     assert ENCRYPTOR.decrypt(encrypt_field(ENCRYPTOR, "required", "v", CELL), CELL) == "v"
     assert ENCRYPTOR.decrypt(encrypt_field(ENCRYPTOR, "optional", "v", CELL), CELL) == "v"
     assert encrypt_field(None, "optional", "v", CELL) == "v"

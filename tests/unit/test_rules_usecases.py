@@ -1,4 +1,4 @@
-"""Rule-set use cases and the decision cache on the memory adapters (seed: cache invalidation)."""
+"""Rule-set use cases and the decision cache on the memory adapters, cache invalidation included."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``send`` never raises for what a partner answers or for a transport fault: they are the
 :class:`~craig.domain.exchange.DispatchResult` the domain classifies. ``get_json`` raises
-:class:`~craig.ports.exchange.UpstreamError` (seed: ``ApiError::upstream``) instead.
+:class:`~craig.ports.exchange.UpstreamError` instead.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PostgreSQL adapter of the attachment repository (``contact_attachments``, seed SQL).
+"""PostgreSQL adapter of the attachment repository (``contact_attachments``).
 
 ``file_name`` and ``attachment_type`` are stored as ciphertext."""
 

@@ -1,4 +1,4 @@
-"""PostgreSQL adapters of the inbox ports (seed: ``event_inbox`` with its retry semantics)."""
+"""PostgreSQL adapters of the inbox ports (``event_inbox`` with its retry semantics)."""
 
 from __future__ import annotations
 

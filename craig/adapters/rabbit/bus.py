@@ -289,7 +289,7 @@ class RabbitEventBus(EventBus):
         last_error: str,
         first_failed_at: datetime | None,
     ) -> None:
-        """Seed: ``Publisher::publish_dlx``: the message and why it died, on the DLX."""
+        """The message and why it died, on the DLX."""
         dead_headers = {
             **_forwarded(headers),
             "x-original-queue": original_queue,

@@ -1,4 +1,4 @@
-"""Headers every response carries, errors included (seed: the HSTS layer)."""
+"""Headers every response carries, errors included (HSTS and the other security headers)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Baseline: the tables as they stood before the seed's hardening plan.
+"""Baseline: the idempotency, outbox and inbox tables in their first, legacy form.
 
-The seed's migrations are ALTERs of these legacy tables ("existing rows from Step 10"), so the
-baseline recreates them first and the following revisions apply the seed's SQL as written.
+Later revisions ALTER these tables (and backfill rows written before them), so the baseline
+creates them first and the following revisions change them in place.
 
 Revision ID: 0001
 Revises:

@@ -1,4 +1,4 @@
-"""Seed: idempotency_atomic_claim, plus a fencing token.
+"""Idempotency atomic claim, plus a fencing token.
 
 Adds the claim-state machine to idempotency_responses. Additive: existing rows are
 back-populated as 'succeeded' because the legacy code path only INSERTed on success.

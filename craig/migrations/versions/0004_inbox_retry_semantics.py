@@ -1,6 +1,7 @@
-"""Seed: inbox_retry_semantics, plus what dead-lettering and replay need.
+"""Inbox retry semantics, plus what dead-lettering and replay need.
 
-The seed's error-tracking and cap fields, then: the envelope itself and the queue it came from
+The error-tracking fields (``error_count``, ``last_error``, ``failed_at``,
+``attempt_started_at``), then: the envelope itself and the queue it came from
 (so dead letters can be listed and replayed, and the in-process bus of the embedded profile
 can use the inbox as its durable queue), when it first failed (``x-first-failed-at``), and
 when it is next due (retry backoff of the in-process bus).

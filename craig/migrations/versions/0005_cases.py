@@ -1,4 +1,4 @@
-"""Cases, contacts and contact attachments (attachments in their legacy, pre-seed form)
+"""Cases, contacts and contact attachments (attachments in their legacy form, before object_status)
 
 Revision ID: 0005
 Revises: 0004
@@ -41,9 +41,9 @@ def upgrade() -> None:
         """
     )
     op.execute("CREATE INDEX idx_case_assignments_worker ON case_assignments (worker_sub)")
-    # contacts and contact_attachments (issue 5)
-    # contacts.summary holds ciphertext (uow.cipher); contact_attachments is in its legacy,
-    # pre-seed form: 0006 adds object_status.
+    # contacts and contact_attachments
+    # contacts.summary holds ciphertext (uow.cipher); contact_attachments is in its legacy
+    # form: 0006 adds object_status.
     op.execute(
         """
         CREATE TABLE contacts (
@@ -79,7 +79,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # contacts and contact_attachments (issue 5)
+    # contacts and contact_attachments
     op.execute("DROP TABLE contact_attachments")
     op.execute("DROP TABLE contacts")
     op.execute("DROP TABLE case_assignments")

@@ -1,9 +1,9 @@
-"""Seed: attachment object_status
+"""Attachment object_status
 
-The seed's migration as written: existing rows (uploaded before the two-phase protocol, so
-their blobs were written first) are backfilled as ``present``; the default is then dropped so
-every new row must say its status (the upload writes ``pending``). The partial index serves
-the attachment scanner's "pending rows older than grace" query.
+Existing rows (uploaded before the two-phase protocol, so their blobs were written first) are
+backfilled as ``present``; the default is then dropped so every new row must say its status
+(the upload writes ``pending``). The partial index serves the attachment scanner's "pending
+rows older than grace" query.
 
 Revision ID: 0006
 Revises: 0005

@@ -1,8 +1,9 @@
 """Partner exchange: partners, transactions, send jobs, rate limits
 
-* ``exchange_send_jobs`` is the seed's table with two additions for leases: ``lease_expires_at``
-  (set exactly while ``in_flight``) and ``lease_token`` (a fencing token, +1 per claim). Ids and
-  correlation ids come from the application (UUIDv7): PostgreSQL 15 has no ``uuidv7()``.
+* ``exchange_send_jobs`` holds one row per delivery of a transaction to a partner, with two
+  columns for leases: ``lease_expires_at`` (set exactly while ``in_flight``) and ``lease_token``
+  (a fencing token, +1 per claim). Ids and correlation ids come from the application (UUIDv7):
+  PostgreSQL 15 has no ``uuidv7()``.
 * ``partners.client_secret`` holds ciphertext written through the application's field cipher.
 * ``exchange_rate_limits`` is the shared GCRA state: one row per partner, its theoretical
   arrival time, updated atomically by every worker process.

@@ -1,4 +1,4 @@
-"""Use case: the attachment scanner (seed: ``AttachmentScanner``): reconcile rows and blobs both ways.
+"""Use case: the attachment scanner (``AttachmentScanner``): reconcile rows and blobs both ways.
 
 For each registered table, every pass:
 

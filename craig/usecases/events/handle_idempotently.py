@@ -1,5 +1,5 @@
 """``handle_idempotently``: consume an event at most once per consumer, retry with backoff,
-dead-letter when retrying cannot help (seed: ``handle_idempotently`` / ``publish_dlx``).
+dead-letter when retrying cannot help.
 
 The handler runs in a savepoint inside the transaction that holds the inbox row's lock, so its
 database effects and the "processed" mark commit together, and a concurrent duplicate waits

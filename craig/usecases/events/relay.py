@@ -1,4 +1,4 @@
-"""The outbox relay (seed: ``drain_once``), improved.
+"""The outbox relay: ``drain_once`` publishes one batch.
 
 One batch: claim due events (``FOR UPDATE SKIP LOCKED``, per-aggregate order kept by the store),
 publish them with broker confirms — concurrently across aggregates, one after another within an

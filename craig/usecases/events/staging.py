@@ -1,4 +1,4 @@
-"""Making and staging events (seed: ``EventEnvelope::new`` and ``stage_event``).
+"""Making and staging events: ``new_event`` and ``stage_event``.
 
 An event is made from its entry in the catalogue (:mod:`craig.domain.event_catalogue`), which
 gives it its type, source and aggregate type; the use case gives the aggregate's id and the

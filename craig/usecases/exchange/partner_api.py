@@ -1,4 +1,4 @@
-"""Reading a partner's paginated API (seed: ``fetch_page`` / ``fetch_page_or_empty``), shared by
+"""Reading a partner's paginated API (``fetch_page`` / ``fetch_page_or_empty``), shared by
 :class:`ReadPartnerRecords` and :class:`ShowPartner`.
 
 ``fetch_page`` parses the page into typed items; an upstream failure raises

@@ -38,7 +38,7 @@ class SendPolicy:
     #: An idle worker woken by NOTIFY waits this long before it claims (see ``wait_for_jobs``).
     wake_linger: timedelta = SEND_WAKE_LINGER
     recover_batch: int = SEND_RECOVER_BATCH
-    #: The seed's schedule; tests pass a faster one.
+    #: The default retry schedule; tests pass a faster one.
     backoff: Sequence[timedelta] = SEND_BACKOFF_SCHEDULE
 
     @property

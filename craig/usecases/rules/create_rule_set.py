@@ -1,7 +1,7 @@
 """Use case: store a new version of a triage rule set.
 
-Creating a version follows the seed: commit the set and stage ``rules.cache_invalidated
-{instance_id}`` in the same transaction, then insert the set into this instance's own cache.
+Creating a version commits the set and stages ``rules.cache_invalidated {instance_id}`` in
+the same transaction, then inserts the set into this instance's own cache.
 Every other instance evicts the name when the event reaches it (:class:`EvictOnInvalidation`);
 an instance ignores its own event, its cache being current already.
 """

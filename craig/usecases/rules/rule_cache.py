@@ -1,4 +1,4 @@
-"""The per-instance decision cache: compiled rule sets by name (seed: ``engine.insert_decision``).
+"""The per-instance decision cache: compiled rule sets by name.
 
 Each instance keeps the latest version of the rule sets it has used, and remembers the names it
 found no rule set for. Creating a version on one instance inserts it here at once; every other

@@ -19,14 +19,14 @@ from craig.entrypoints.http.routes.rules import ROUTES as RULE_SET_ROUTES
 #: Under ``/v1``: Bearer JWT required; idempotency applies to POST and PATCH.
 V1_ROUTES: list[Any] = [
     me,
-    # cases, contacts, attachments (issue 5)
+    # cases, contacts, attachments
     *CASE_ROUTES,
     *ATTACHMENT_ROUTES,
-    # foster homes and placements (issue 6)
+    # foster homes and placements
     *PLACEMENT_ROUTES,
-    # partner exchange (issue 7)
+    # partner exchange
     *EXCHANGE_ROUTES,
-    # rule sets (issue 8)
+    # triage rule sets
     *RULE_SET_ROUTES,
     # the audit trail
     *AUDIT_ROUTES,
@@ -38,6 +38,6 @@ V1_ROUTES: list[Any] = [
 
 #: Under ``/intake``: public, anonymous; idempotency applies with a scope per route.
 INTAKE_ROUTES: list[Any] = [
-    # public referrals (issue 8)
+    # public referrals
     *INTAKE_REFERRAL_ROUTES,
 ]

@@ -1,6 +1,6 @@
 """``/v1/exchange``: partners, transactions and send jobs; translate HTTP to the exchange use cases.
 
-A failing partner read is a 502 problem naming the upstream path (seed: ``ApiError::upstream``);
+A failing partner read is a 502 ``upstream`` problem naming the upstream path;
 the body of a partner's answer of the wrong shape is ``upstream_deserialize``.
 """
 
