@@ -397,3 +397,30 @@ async def test_an_action_whose_entry_cannot_be_written_is_neither_done_nor_serve
     # None of these requests left an entry.
     assert not [e for e in await api.entries() if (e.request_id or "").startswith(FAILS)]
     assert len(await api.entries()) == before + 4  # the four reads of this test that could be recorded
+
+
+async def test_a_refused_write_under_an_idempotency_key_is_recorded_once_then_replayed(api: Api) -> None:
+    case_id = (await api.case())["id"]
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    contacts = f"/v1/cases/{case_id}/contacts"
+    refused, rid = await api.call("POST", contacts, api.bob, json=CONTACT_BODY, headers=key)
+    assert refused.status_code == 404
+    expect(await api.entry_of(rid), api.bob, "create", "contact", case_id=case_id, outcome=DENIED)
+    again, rid = await api.call("POST", contacts, api.bob, json=CONTACT_BODY, headers=key)
+    assert again.status_code == 404 and again.headers["idempotent-replayed"] == "true"
+    replay = await api.entry_of(rid)
+    assert (replay.action.value, replay.resource_type, replay.resource_id) == ("replay", "request", f"POST {contacts}")
+
+
+@pytest.mark.usefixtures("failing_audit")
+async def test_a_write_under_an_idempotency_key_whose_entry_fails_is_retried_whole(api: Api) -> None:
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    body = {"title": "Held"}
+    failed, _ = await api.call("POST", "/v1/cases", api.ann, rid=f"{FAILS}held", json=body, headers=key)
+    unavailable(failed)
+    listed, _ = await api.call("GET", "/v1/cases", api.ann)
+    assert listed.json()["items"] == []
+    retried, rid = await api.call("POST", "/v1/cases", api.ann, json=body, headers=key)
+    assert retried.status_code == 201, retried.text
+    case_id = retried.json()["id"]
+    expect(await api.entry_of(rid), api.ann, "create", "case", case_id, case_id=case_id)
