@@ -38,6 +38,8 @@ class AuditAction(enum.StrEnum):
 
     READ = "read"
     LIST = "list"
+    #: A filtered list (the case search); like a list, it records the ids it returned.
+    SEARCH = "search"
     CREATE = "create"
     UPDATE = "update"
     CLOSE = "close"
@@ -56,7 +58,7 @@ class AuditAction(enum.StrEnum):
 
 
 #: Actions that change nothing; a case's history leaves them out.
-READ_ACTIONS: frozenset[AuditAction] = frozenset({AuditAction.READ, AuditAction.LIST})
+READ_ACTIONS: frozenset[AuditAction] = frozenset({AuditAction.READ, AuditAction.LIST, AuditAction.SEARCH})
 OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
     {AuditAction.DLX_REPLAY, AuditAction.KEYS_ROTATE, AuditAction.JOB_RETRY, AuditAction.RULE_SET_VERSION}
 )

@@ -29,7 +29,7 @@ def _outcome(value: str | None) -> AuditOutcome | None:
 @attrs.frozen(kw_only=True)
 class AuditFilter:
     """Every field set must match. ``since`` is inclusive, ``until`` exclusive (``at``).
-    ``changes_only`` leaves out reads and lists (a case's history)."""
+    ``changes_only`` leaves out reads, lists and searches (a case's history)."""
 
     case_id: UUID | None = None
     actor: UUID | None = None

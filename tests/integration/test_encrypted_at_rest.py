@@ -53,6 +53,9 @@ EXCLUDED = {
         "worker_name",
     ): "the case worker's own name from the identity token (who recorded it), no request field",
     ("contact_attachments", "worker_name"): "the uploader's own name from the identity token, no request field",
+    # An audit entry names who acted: the worker's name from the token, not personal data of a
+    # child or family (entries hold ids and field names only, never a request's values).
+    ("audit_entries", "actor_name"): "the actor's own name from the identity token, no request field",
 }
 
 

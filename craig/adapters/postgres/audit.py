@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
-from craig.domain.audit import AuditEntry
+from craig.domain.audit import READ_ACTIONS, AuditEntry
 from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage
 from craig.ports.audit import AuditRepository
 
@@ -39,7 +39,8 @@ _CONDITIONS = {
     "since": "e.at >= :since",
     "until": "e.at < :until",
 }
-_CHANGES_ONLY = "e.action NOT IN ('read', 'list')"
+#: Fixed text from the closed vocabulary (never a client's value).
+_CHANGES_ONLY = "e.action NOT IN ({})".format(", ".join(f"'{action.value}'" for action in sorted(READ_ACTIONS)))
 _BEFORE_CURSOR = "(e.at, e.id) < (:cursor_at, :cursor_id)"
 
 

@@ -2,7 +2,8 @@
 
 Every status is listed (``pending``, ``present``, ``failed``), so a client sees an upload the
 scanner has not settled yet. The case and contact are checked first: what the principal may
-not see answers 404, never an empty page.
+not see answers 404, never an empty page. The list is recorded in the audit trail with the
+ids it returned (a refused one as ``denied``).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.attachments import Attachment
+from craig.domain.audit import AuditAction
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.cases.audit_names import ATTACHMENT
 from craig.usecases.cases.visibility import visible_contact
 
 
-class ListAttachmentsWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
+class ListAttachmentsWork(AuditWork, HasAttachments, HasCases, HasContacts, Protocol):
     """The unit of work :class:`ListAttachments` uses."""
 
 
@@ -31,6 +34,11 @@ class ListAttachments:
     async def __call__(
         self, principal: Principal, case_id: UUID, contact_id: UUID, page: PageRequest
     ) -> Page[Attachment]:
-        async with self.uow:
-            await visible_contact(self.uow, principal, case_id, contact_id)
-            return await self.uow.attachments.list_for_contact(contact_id, page)
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id):
+            async with self.uow:
+                await visible_contact(self.uow, principal, case_id, contact_id)
+                found = await self.uow.attachments.list_for_contact(contact_id, page)
+                ids = [attachment.id for attachment in found.items]
+                await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
+                await self.uow.commit()
+        return found

@@ -1,8 +1,10 @@
 """Use case: download an attachment.
 
 Only a ``present`` attachment is served: a ``pending`` one may still be writing and a
-``failed`` one did not pass verification, and both answer 404. The row is read in a short
-block; the blob then streams from the object store with no database transaction open.
+``failed`` one did not pass verification, and both answer 404. The row is read, and the
+download recorded in the audit trail (a refused one as ``denied``), in a short block; the blob
+then streams from the object store with no database transaction open. A download whose entry
+cannot be written is not served.
 """
 
 from __future__ import annotations
@@ -14,18 +16,20 @@ import structlog
 
 from craig.domain.access import Principal
 from craig.domain.attachments import Attachment
+from craig.domain.audit import AuditAction
 from craig.domain.constants import ATTACHMENT_DOWNLOAD_CHUNK_BYTES
 from craig.domain.errors import NotFound
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.ports.object_store import Download, ObjectStore
-from craig.ports.unit_of_work import UnitOfWork
-from craig.usecases.attachments.get_attachment import GetAttachment
+from craig.usecases.attachments.get_attachment import visible_attachment
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.cases.audit_names import ATTACHMENT
 
 log = structlog.get_logger(__name__)
 
 
-class OpenAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
-    """The unit of work :class:`OpenAttachment` uses (the row is read through :class:`GetAttachment`)."""
+class OpenAttachmentWork(AuditWork, HasAttachments, HasCases, HasContacts, Protocol):
+    """The unit of work :class:`OpenAttachment` uses."""
 
 
 class OpenAttachment:
@@ -39,11 +43,17 @@ class OpenAttachment:
     async def __call__(
         self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID
     ) -> tuple[Attachment, Download]:
-        attachment = await GetAttachment(self.uow)(principal, case_id, contact_id, attachment_id)
-        if not attachment.downloadable:
-            raise NotFound("attachment", attachment_id)
-        download = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
-        if download is None:
+        download = AuditAction.DOWNLOAD
+        async with refusals_recorded(self.uow, principal, download, ATTACHMENT, attachment_id, case_id=case_id):
+            async with self.uow:
+                attachment = await visible_attachment(self.uow, principal, case_id, contact_id, attachment_id)
+                if not attachment.downloadable:
+                    raise NotFound("attachment", attachment_id)
+                await record(self.uow, principal, download, ATTACHMENT, attachment_id, case_id=case_id)
+                await self.uow.commit()
+        blob = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
+        if blob is None:
+            # Its entry says it was served; the log says it was not (a present row has a blob).
             log.error("present attachment has no blob", attachment_id=str(attachment.id))
             raise NotFound("attachment", attachment_id)
-        return attachment, download
+        return attachment, blob

@@ -12,6 +12,12 @@ cancelled meanwhile. The error then propagates: ``ObjectStoreUnavailable`` answe
 client retries with the same Idempotency-Key; anything else answers a 500 problem. Only a crash
 between the phases (or a failed compensation) leaves a ``pending`` row; the attachment scanner
 settles it.
+
+The audit entry (``upload``) commits in phase 1, with the row it records: from then on the
+attachment is listed, and no attachment exists without its entry. A compensated upload keeps
+its entry (the attempt was made; ``cases.contact_attachment_upload_failed`` says it was undone).
+A refusal (an invisible case or unknown contact) is recorded as ``denied`` on the request's
+unit of work.
 """
 
 from __future__ import annotations
@@ -32,15 +38,17 @@ from craig.domain.attachments import (
     new_attachment,
     validate_upload,
 )
+from craig.domain.audit import AuditAction
 from craig.domain.errors import Conflict
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.errors import ObjectStoreUnavailable, PortError
 from craig.ports.object_store import ObjectStore
 from craig.ports.outbox import HasOutbox
-from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments.events import upload_failed_event, uploaded_event
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.case_lifecycle.guards import visible_open_case
+from craig.usecases.cases.audit_names import ATTACHMENT
 from craig.usecases.cases.visibility import visible_contact
 from craig.usecases.events.staging import stage_event
 from craig.usecases.ids import new_id
@@ -48,7 +56,7 @@ from craig.usecases.ids import new_id
 log = structlog.get_logger(__name__)
 
 
-class UploadAttachmentWork(UnitOfWork, HasAttachments, HasCases, HasContacts, HasOutbox, Protocol):
+class UploadAttachmentWork(AuditWork, HasAttachments, HasCases, HasContacts, HasOutbox, Protocol):
     """The unit of work :class:`UploadAttachment` uses."""
 
 
@@ -107,7 +115,10 @@ class UploadAttachment:
             worker_name=principal.name,
             now=now,
         )
-        async with self.uow_factory() as phase1:
+        async with (
+            refusals_recorded(self.uow, principal, AuditAction.UPLOAD, ATTACHMENT, case_id=case_id),
+            self.uow_factory() as phase1,
+        ):
             await visible_contact(phase1, principal, case_id, contact_id)
             await visible_open_case(phase1, principal, case_id)  # 409 case-closed
             # Only a retry (an id derived from the Idempotency-Key) can find an earlier attempt.
@@ -115,7 +126,9 @@ class UploadAttachment:
             if earlier is None:
                 attachment = await phase1.attachments.add(draft)
                 await stage_event(phase1, uploaded_event(attachment, case_id, now))
-                await phase1.commit()
+            # A retry is another request, recorded again.
+            await record(phase1, principal, AuditAction.UPLOAD, ATTACHMENT, draft.id, case_id=case_id)
+            await phase1.commit()
         if earlier is not None:
             if earlier.object_status is not ObjectStatus.PENDING:
                 return _settled(earlier)

@@ -26,8 +26,8 @@ class ShowCaseHistory:
     async def __call__(
         self, principal: Principal, case_id: UUID, *, limit: int | None = None, cursor: str | None = None
     ) -> AuditPage:
-        """Every entry of the case but reads and lists, newest first. Whoever may see the case
-        may see its history; for anyone else the case does not exist (:class:`NotFound`)."""
+        """Every entry of the case but reads, lists and searches, newest first. Whoever may see
+        the case may see its history; for anyone else the case does not exist (:class:`NotFound`)."""
         size = page_size(limit)
         after = AuditCursor.decode(cursor) if cursor else None
         async with refusals_recorded(self.uow, principal, AuditAction.READ, CASE_HISTORY, case_id, case_id=case_id):

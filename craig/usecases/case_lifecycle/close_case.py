@@ -6,6 +6,7 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.case_lifecycle import close
 from craig.domain.cases import Case
 from craig.domain.versions import IfMatch
@@ -13,12 +14,13 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasPlacements
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.case_lifecycle.guards import locked_visible_case
+from craig.usecases.cases.audit_names import CASE
 from craig.usecases.facts import stage_facts
 
 
-class CloseCaseWork(UnitOfWork, HasCases, HasOutbox, HasPlacements, Protocol):
+class CloseCaseWork(AuditWork, HasCases, HasOutbox, HasPlacements, Protocol):
     """The unit of work :class:`CloseCase` uses."""
 
 
@@ -28,20 +30,29 @@ class CloseCase:
 
     The case is locked first (``FOR NO KEY UPDATE``); whoever adds a placement holds the case
     ``FOR SHARE`` until it commits, so the count of active placements read here cannot change
-    before this closure commits, and a placement started after it finds the case closed."""
+    before this closure commits, and a placement started after it finds the case closed.
+
+    The audit entry (``close``) commits with the closure; a refusal is recorded as ``denied``."""
+
+    #: The fields a closure changes (their names go into the audit entry).
+    CHANGED = ("status", "closed_at", "close_reason")
 
     def __init__(self, uow: CloseCaseWork, clock: Clock) -> None:
         self.uow = uow
         self.clock = clock
 
     async def __call__(self, principal: Principal, case_id: UUID, reason: str, if_match: IfMatch) -> Case:
-        async with self.uow:
-            case = await locked_visible_case(self.uow, principal, case_id)
-            if_match.check("case", case.version)
-            active = await self.uow.placements.count_active_for_case(case_id)
-            now = self.clock.now()
-            closed, facts = close(case, reason, active_placements=active, by=principal.sub, now=now)
-            await self.uow.cases.save(closed)
-            await stage_facts(self.uow, facts, now)
-            await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id):
+            async with self.uow:
+                case = await locked_visible_case(self.uow, principal, case_id)
+                if_match.check("case", case.version)
+                active = await self.uow.placements.count_active_for_case(case_id)
+                now = self.clock.now()
+                closed, facts = close(case, reason, active_placements=active, by=principal.sub, now=now)
+                await self.uow.cases.save(closed)
+                await stage_facts(self.uow, facts, now)
+                await record(
+                    self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id, changed_fields=self.CHANGED
+                )
+                await self.uow.commit()
         return closed

@@ -8,17 +8,19 @@ from uuid import UUID
 import attrs
 
 from craig.domain.access import Principal, Role
+from craig.domain.audit import AuditAction
 from craig.domain.cases import Case
 from craig.domain.event_catalogue import CASE_ASSIGNED
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.case_lifecycle.guards import visible_open_case
+from craig.usecases.cases.audit_names import CASE
 from craig.usecases.events.staging import new_event, stage_event
 
 
-class AssignWorkerWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+class AssignWorkerWork(AuditWork, HasCases, HasOutbox, Protocol):
     """The unit of work :class:`AssignWorker` uses."""
 
 
@@ -26,7 +28,9 @@ class AssignWorker:
     """Supervisors and admins assign a case worker to a case (idempotent).
 
     Returns the case and whether the assignment is new; stages ``cases.case_assigned`` only then.
-    Raises ``Forbidden`` for other roles (before looking the case up) and ``NotFound``.
+    Raises ``Forbidden`` for other roles (before looking the case up) and ``NotFound``. The audit
+    entry (``assign``, the worker's id in ``resource_ids``, ``assigned_workers`` changed when the
+    assignment is new) commits with the assignment; a refusal is recorded as ``denied``.
     """
 
     def __init__(self, uow: AssignWorkerWork, clock: Clock) -> None:
@@ -34,7 +38,11 @@ class AssignWorker:
         self.clock = clock
 
     async def __call__(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
-        principal.require(Role.SUPERVISOR, Role.ADMIN)
+        async with refusals_recorded(self.uow, principal, AuditAction.ASSIGN, CASE, case_id, case_id=case_id):
+            principal.require(Role.SUPERVISOR, Role.ADMIN)
+            return await self._assign(principal, case_id, worker_sub)
+
+    async def _assign(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
         async with self.uow:
             case = await visible_open_case(self.uow, principal, case_id, for_update=True)  # 409 case-closed
             assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub)
@@ -55,5 +63,15 @@ class AssignWorker:
                 case = attrs.evolve(
                     case, assigned_workers=case.assigned_workers | {worker_sub}, version=case.version + 1
                 )
+            await record(
+                self.uow,
+                principal,
+                AuditAction.ASSIGN,
+                CASE,
+                case_id,
+                case_id=case_id,
+                resource_ids=[worker_sub],
+                changed_fields=["assigned_workers"] if assigned else [],
+            )
             await self.uow.commit()
         return case, assigned

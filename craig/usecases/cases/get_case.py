@@ -1,7 +1,9 @@
 """Use case: read one case.
 
 A case the principal may not see answers 404, as if it did not exist
-(:func:`craig.usecases.cases.visibility.visible_case`).
+(:func:`craig.usecases.cases.visibility.visible_case`). The read is recorded in the audit trail
+in its own transaction (a refused one as ``denied``); a read whose entry cannot be written is
+not served.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.cases import Case
 from craig.ports.cases import HasCases
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.cases.audit_names import CASE
 from craig.usecases.cases.visibility import visible_case
 
 
-class GetCaseWork(UnitOfWork, HasCases, Protocol):
+class GetCaseWork(AuditWork, HasCases, Protocol):
     """The unit of work :class:`GetCase` uses."""
 
 
@@ -27,5 +31,9 @@ class GetCase:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID) -> Case:
-        async with self.uow:
-            return await visible_case(self.uow, principal, case_id)
+        async with refusals_recorded(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id):
+            async with self.uow:
+                case = await visible_case(self.uow, principal, case_id)
+                await record(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id)
+                await self.uow.commit()
+        return case

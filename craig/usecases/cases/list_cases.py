@@ -2,7 +2,7 @@
 
 A case worker sees the cases they created or are assigned to; supervisors and admins see every
 case. The repository filters (``list_visible``), so a page holds only cases the principal may
-see.
+see. The list is recorded in the audit trail with the ids it returned.
 """
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.cases import Case
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import HasCases
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record
+from craig.usecases.cases.audit_names import CASE
 
 
-class ListCasesWork(UnitOfWork, HasCases, Protocol):
+class ListCasesWork(AuditWork, HasCases, Protocol):
     """The unit of work :class:`ListCases` uses."""
 
 
@@ -28,4 +30,7 @@ class ListCases:
 
     async def __call__(self, principal: Principal, page: PageRequest) -> Page[Case]:
         async with self.uow:
-            return await self.uow.cases.list_visible(principal, page)
+            found = await self.uow.cases.list_visible(principal, page)
+            await record(self.uow, principal, AuditAction.LIST, CASE, resource_ids=[c.id for c in found.items])
+            await self.uow.commit()
+        return found

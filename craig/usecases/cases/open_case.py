@@ -10,22 +10,25 @@ from datetime import datetime
 from typing import Protocol
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.cases import Case, new_case
 from craig.domain.event_catalogue import CASE_OPENED
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record
+from craig.usecases.cases.audit_names import CASE
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 
 
-class OpenCaseWork(UnitOfWork, HasCases, HasOutbox, Protocol):
+class OpenCaseWork(AuditWork, HasCases, HasOutbox, Protocol):
     """The unit of work :class:`OpenCase` uses."""
 
 
 class OpenCase:
-    """Create a case owned by the principal and stage ``cases.case_opened``."""
+    """Create a case owned by the principal and stage ``cases.case_opened``; the audit entry
+    (``create``) commits with it."""
 
     def __init__(self, uow: OpenCaseWork, clock: Clock) -> None:
         self.uow = uow
@@ -54,5 +57,6 @@ class OpenCase:
                     now=now,
                 ),
             )
+            await record(self.uow, principal, AuditAction.CREATE, CASE, case.id, case_id=case.id)
             await self.uow.commit()
         return case

@@ -7,18 +7,21 @@ from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.attachments import Attachment
+from craig.domain.audit import AuditAction
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.cases import visible_contact
+from craig.usecases.cases.audit_names import ATTACHMENT
 
 
-class ListAttachmentPageWork(UnitOfWork, HasAttachments, HasCases, HasContacts, Protocol):
+class ListAttachmentPageWork(AuditWork, HasAttachments, HasCases, HasContacts, Protocol):
     """The unit of work :class:`ListAttachmentPage` uses."""
 
 
 class ListAttachmentPage:
-    """404 when the case or contact is unknown or not visible to the principal."""
+    """404 when the case or contact is unknown or not visible to the principal (recorded as
+    ``denied``). The page is recorded with the ids it returned."""
 
     def __init__(self, uow: ListAttachmentPageWork) -> None:
         self.uow = uow
@@ -26,6 +29,11 @@ class ListAttachmentPage:
     async def __call__(
         self, principal: Principal, case_id: UUID, contact_id: UUID, keyset: Keyset
     ) -> KeysetPage[Attachment]:
-        async with self.uow:
-            await visible_contact(self.uow, principal, case_id, contact_id)
-            return await self.uow.attachments.page_for_contact(contact_id, keyset)
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id):
+            async with self.uow:
+                await visible_contact(self.uow, principal, case_id, contact_id)
+                found = await self.uow.attachments.page_for_contact(contact_id, keyset)
+                ids = [attachment.id for attachment in found.items]
+                await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
+                await self.uow.commit()
+        return found
