@@ -51,7 +51,6 @@ from craig.usecases.attachments import (
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
 from craig.usecases.case_lifecycle.close_case import CloseCase
-from craig.usecases.case_lifecycle.list_case_placements import ListCasePlacements
 from craig.usecases.case_lifecycle.reindex_family_names import ReindexFamilyNames
 from craig.usecases.case_lifecycle.reopen_case import ReopenCase
 from craig.usecases.case_lifecycle.search_cases import SearchCases
@@ -85,6 +84,7 @@ from craig.usecases.listings.list_partner_page import ListPartnerPage
 from craig.usecases.listings.list_rule_set_page import ListRuleSetPage
 from craig.usecases.operations import RotateKeys
 from craig.usecases.placements import (
+    CasePlacementHistory,
     CreateFosterHome,
     CreatePlacement,
     GetFosterHome,
@@ -234,6 +234,7 @@ class Container(containers.DeclarativeContainer):
         rekeyer=field_encryptor,
         columns=providers.Callable(encrypted_columns),
         batch_size=KEY_ROTATION_BATCH_SIZE,
+        uow_factory=uow.provider,  # where its keys_rotate entry is written
     )
     # audit trail: the readers run in the request's unit of work; the rest in audit_wiring.py
     list_audit_entries = providers.Factory(ListAuditEntries)
@@ -271,7 +272,8 @@ class Container(containers.DeclarativeContainer):
     close_case = providers.Factory(CloseCase, clock=clock)
     reopen_case = providers.Factory(ReopenCase, clock=clock)
     unassign_worker = providers.Factory(UnassignWorker, clock=clock)
-    list_case_placements = providers.Factory(ListCasePlacements)
+    # the case lifecycle's reader, with its read recorded in the audit trail
+    list_case_placements = providers.Factory(CasePlacementHistory)
     update_foster_home = providers.Factory(UpdateFosterHome, clock=clock)
     list_foster_home_page = providers.Factory(ListFosterHomePage)
     list_home_placements = providers.Factory(ListHomePlacements)

@@ -5,6 +5,7 @@ never 403, so its existence does not leak. The caller's commit may be held by th
 idempotency layer; these use cases never know.
 """
 
+from craig.usecases.placements.case_placement_history import CasePlacementHistory, CasePlacementHistoryWork
 from craig.usecases.placements.create_foster_home import CreateFosterHome, CreateFosterHomeWork
 from craig.usecases.placements.create_placement import CreatePlacement, CreatePlacementWork
 from craig.usecases.placements.get_foster_home import GetFosterHome, GetFosterHomeWork
@@ -13,6 +14,8 @@ from craig.usecases.placements.list_foster_homes import ListFosterHomes, ListFos
 from craig.usecases.placements.update_placement import UpdatePlacement, UpdatePlacementWork
 
 __all__ = [
+    "CasePlacementHistory",
+    "CasePlacementHistoryWork",
     "CreateFosterHome",
     "CreateFosterHomeWork",
     "CreatePlacement",
