@@ -53,6 +53,7 @@ EXCLUDED = {
         "worker_name",
     ): "the case worker's own name from the identity token (who recorded it), no request field",
     ("contact_attachments", "worker_name"): "the uploader's own name from the identity token, no request field",
+    ("audit_entries", "actor_name"): "who acted, the actor's own name from the identity token, no request field",
 }
 
 
