@@ -234,6 +234,7 @@ class Container(containers.DeclarativeContainer):
         rekeyer=field_encryptor,
         columns=providers.Callable(encrypted_columns),
         batch_size=KEY_ROTATION_BATCH_SIZE,
+        uow_factory=uow.provider,  # where its keys_rotate entry is written
     )
     # audit trail: the readers run in the request's unit of work; the rest in audit_wiring.py
     list_audit_entries = providers.Factory(ListAuditEntries)

@@ -50,6 +50,11 @@ class Rekeyer(Protocol):
     """The field cipher's rotation side (implemented by the AES-GCM key ring)."""
 
     @property
+    def current_key_id(self) -> str:
+        """The newest key's id (what new values are encrypted under)."""
+        ...
+
+    @property
     def current_prefix(self) -> str:
         """Every value encrypted under the newest key starts with this."""
         ...

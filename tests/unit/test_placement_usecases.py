@@ -95,7 +95,7 @@ async def test_only_supervisors_and_admins_create_homes(world: World) -> None:
     with pytest.raises(Forbidden):
         await CreateFosterHome(world.uow(), world.clock)(world.worker, name="Home", capacity=1)
     home = await world.home(capacity=3)
-    page = await ListFosterHomes(world.uow())(PageRequest())
+    page = await ListFosterHomes(world.uow())(world.worker, PageRequest())
     assert page.items == [home] and page.total == 1
     assert await world.event_types() == ["placements.foster_home_created"]
 

@@ -1,4 +1,12 @@
-"""Operators' view of dead letters: list them, and replay them with a fresh retry budget."""
+"""Operators' view of dead letters: list them, and replay them with a fresh retry budget.
+
+A replay is an operator's action and is audited: one ``dlx_replay`` entry (the role
+``operator``, the operating-system user's name, the event ids asked for, or ``all``) is written
+in a transaction of its own BEFORE anything is replayed. Replaying touches the broker, which no
+database transaction can include, so the entry records the attempt: it stays visible even when
+the replay then fails halfway, and a replay whose entry cannot be written does not start. (An
+entry names at most ``AUDIT_MAX_RESOURCE_IDS`` ids: the first ones, in id order.)
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,20 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 from uuid import UUID
 
+from craig.domain.audit import AuditAction
+from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.ports.inbox import HasInbox
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.more_entries import operator_command_entry
+from craig.usecases.audit.record import AuditWork, record_alone
+
+#: The resource type of a dead letter's audit entries.
+DEAD_LETTER = "dead_letter"
+#: The ``resource_id`` of a replay of every dead letter (``--all``).
+EVERY_DEAD_LETTER = "all"
 
 
-class DeadLetterOperationsWork(UnitOfWork, HasInbox, Protocol):
+class DeadLetterOperationsWork(AuditWork, HasInbox, Protocol):
     """The unit of work :class:`DeadLetterOperations` uses."""
 
 
@@ -36,7 +52,17 @@ class DeadLetterOperations:
         budget (just before its message goes back), and once at the end with the number
         replayed as both figures. ``total`` is what there is to replay as far as is known
         beforehand (the ids given, or the dead letters counted, at most ``limit``); it is never
-        below ``done``."""
+        below ``done``.
+
+        The ``dlx_replay`` entry is written first, in a transaction of its own (see above)."""
+        wanted = sorted(set(event_ids), key=str) if event_ids is not None else None
+        entry = operator_command_entry(
+            AuditAction.DLX_REPLAY,
+            DEAD_LETTER,
+            EVERY_DEAD_LETTER if wanted is None else None,
+            resource_ids=(wanted or [])[:AUDIT_MAX_RESOURCE_IDS],
+        )
+        await record_alone(self.uow_factory(), entry)
         total = min(limit, len(set(event_ids)) if event_ids is not None else await self.dead_letters.count())
         done = 0
         progress(done, total)

@@ -12,22 +12,27 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.exchange_transactions import UnknownPartners, check_request, new_transaction
 from craig.ports.clock import Clock
 from craig.ports.exchange import HasExchangeTransactions, HasPartners, HasSendJobs
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record
 from craig.usecases.exchange.transaction_view import TransactionView
 from craig.usecases.ids import new_id
 
+#: The resource type of an exchange transaction's audit entries.
+EXCHANGE_TRANSACTION = "exchange_transaction"
 
-class StartTransactionWork(UnitOfWork, HasExchangeTransactions, HasPartners, HasSendJobs, Protocol):
+
+class StartTransactionWork(AuditWork, HasExchangeTransactions, HasPartners, HasSendJobs, Protocol):
     """The unit of work :class:`StartTransaction` uses."""
 
 
 class StartTransaction:
     """Record a transaction and one ``pending`` send job per partner, in ONE transaction, so
     either all of them will be delivered or none was accepted. 422 ``unknown-partners`` names
-    ids that match no partner."""
+    ids that match no partner. Recorded as ``create`` with the ids of its send jobs, in the same
+    transaction."""
 
     def __init__(self, uow: StartTransactionWork, clock: Clock) -> None:
         self.uow = uow
@@ -53,5 +58,9 @@ class StartTransaction:
                 raise UnknownPartners(unknown)
             await self.uow.exchange_transactions.add(transaction)
             await self.uow.send_jobs.add_many(jobs)
+            job_ids = [job.id for job in jobs]
+            await record(
+                self.uow, principal, AuditAction.CREATE, EXCHANGE_TRANSACTION, transaction.id, resource_ids=job_ids
+            )
             await self.uow.commit()
         return TransactionView(transaction, jobs)

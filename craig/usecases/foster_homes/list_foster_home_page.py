@@ -4,22 +4,30 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.placements import FosterHome
 from craig.ports.placements import HasFosterHomes
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record
+from craig.usecases.placements.create_foster_home import FOSTER_HOME
 
 
-class ListFosterHomePageWork(UnitOfWork, HasFosterHomes, Protocol):
+class ListFosterHomePageWork(AuditWork, HasFosterHomes, Protocol):
     """The unit of work :class:`ListFosterHomePage` uses."""
 
 
 class ListFosterHomePage:
-    """Every authenticated principal may read homes."""
+    """Every authenticated principal may read homes. Recorded as one ``list`` entry with the ids
+    of the homes returned, in the read's transaction."""
 
     def __init__(self, uow: ListFosterHomePageWork) -> None:
         self.uow = uow
 
-    async def __call__(self, keyset: Keyset) -> KeysetPage[FosterHome]:
+    async def __call__(self, principal: Principal, keyset: Keyset) -> KeysetPage[FosterHome]:
         async with self.uow:
-            return await self.uow.foster_homes.list_page(keyset)
+            found = await self.uow.foster_homes.list_page(keyset)
+            ids = [home.id for home in found.items]
+            await record(self.uow, principal, AuditAction.LIST, FOSTER_HOME, resource_ids=ids)
+            await self.uow.commit()
+        return found

@@ -7,8 +7,11 @@ In order, so the cheap refusals come first and no transaction waits on a third p
 2. validation of the form;
 3. the captcha, only when ``require_captcha`` (the provider is called outside any transaction);
 4. one transaction: score with the ``intake-triage`` rule set, store the referral with its
-   personal details encrypted, and stage ``intake.referral_received`` (no personal details in
-   the event: it travels through the broker in clear).
+   personal details encrypted, stage ``intake.referral_received`` (no personal details in
+   the event: it travels through the broker in clear), and record a ``create`` entry of the
+   referral by the anonymous caller (its request id and address, nothing it wrote).
+
+A rejected captcha (403) is recorded as a ``denied`` entry, in a transaction of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Protocol
 
 import attrs
 
+from craig.domain.audit import AuditAction
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.errors import Forbidden, InvalidInput
 from craig.domain.event_catalogue import REFERRAL_RECEIVED
@@ -28,15 +32,19 @@ from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.outbox import HasOutbox
 from craig.ports.rules import HasRuleSets
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.more_entries import anonymous_entry, record_denied_alone
+from craig.usecases.audit.record import AuditWork
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 from craig.usecases.intake.policy import IntakePolicy
 from craig.usecases.rules.current_rule_set import current_rule_set
 from craig.usecases.rules.rule_cache import RuleSetCache
 
+#: The resource type of a referral's audit entries (as the intake queue records them).
+REFERRAL = "referral"
 
-class SubmitReferralWork(UnitOfWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
+
+class SubmitReferralWork(AuditWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
     """The unit of work :class:`SubmitReferral` uses."""
 
 
@@ -75,10 +83,10 @@ class SubmitReferral:
         self.clock = clock
         self.policy = policy
 
-    async def __call__(self, form: ReferralForm, client_ip: str | None) -> Referral:
+    async def __call__(self, form: ReferralForm, client_ip: str | None, request_id: str | None = None) -> Referral:
         """The stored referral. Raises ``InvalidInput`` (422), ``CaptchaRequired`` (422),
         ``CaptchaRejected`` (403), or ``Unavailable`` (503). ``client_ip`` goes to the captcha
-        provider."""
+        provider; it and ``request_id`` go to the audit entry."""
         reporter = new_reporter(form.reporter_name, form.reporter_phone, form.reporter_email)
         child = new_child(form.child_first_name, form.child_age)
         referral = new_referral(
@@ -94,6 +102,8 @@ class SubmitReferral:
             if not token:
                 raise CaptchaRequired("captcha_token is required")
             if not await self.captcha.verify(token, client_ip):
+                refused = anonymous_entry(AuditAction.CREATE, REFERRAL, request_id=request_id, client_ip=client_ip)
+                await record_denied_alone(self.uow, refused)
                 raise CaptchaRejected("the captcha was not accepted; solve it again")
         async with self.uow:
             rule_set = await current_rule_set(self.uow, self.cache, INTAKE_TRIAGE_RULE_SET)
@@ -103,6 +113,10 @@ class SubmitReferral:
                 referral = triaged(referral, rule_set.evaluate(triage_facts(referral)), rule_set.version)
             await self.uow.referrals.add(referral)
             await stage_event(self.uow, received_event(referral))
+            entry = anonymous_entry(
+                AuditAction.CREATE, REFERRAL, referral.id, request_id=request_id, client_ip=client_ip
+            )
+            await self.uow.audit.append([entry])
             await self.uow.commit()
         return referral
 

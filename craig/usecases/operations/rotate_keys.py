@@ -7,6 +7,12 @@ key is never rewritten, so a rotation can be interrupted and run again. Older va
 key, the format before values were bound to their row, or legacy plaintext) are rewritten for
 their own cell. A value that cannot be decrypted (its key is missing from the ring, it was
 tampered with or copied from another row) is left as it is and counted.
+
+A rotation is an operator's action and is audited: one ``keys_rotate`` entry (the role
+``operator``, the operating-system user's name, the newest key's id) is written in a
+transaction of its own BEFORE the first batch. The batches are many transactions, none of which
+is the whole rotation, so the entry records the attempt: it stays visible when the rotation is
+interrupted or fails, and a rotation whose entry cannot be written does not start.
 """
 
 from __future__ import annotations
@@ -16,7 +22,12 @@ from typing import Any
 
 import attrs
 
+from craig.domain.audit import AuditAction
 from craig.ports.key_rotation import EncryptedColumn, EncryptedColumnStore, Rekeyer
+from craig.usecases.audit.record import AuditWork, operator_entry, record_alone
+
+#: The resource type of an encryption key's audit entries.
+FIELD_KEY = "field_key"
 
 
 @attrs.frozen
@@ -43,15 +54,22 @@ class RotateKeys:
         rekeyer: Rekeyer,
         columns: Sequence[EncryptedColumn],
         batch_size: int,
+        uow_factory: Callable[[], AuditWork] | None = None,
     ) -> None:
+        """``uow_factory`` is where the ``keys_rotate`` entry is written; None (a test of the
+        rotation alone) writes none."""
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
         self.store = store
         self.rekeyer = rekeyer
         self.columns = list(columns)
         self.batch_size = batch_size
+        self.uow_factory = uow_factory
 
     async def __call__(self, progress: Callable[[Progress], None] = lambda _: None) -> list[ColumnReport]:
+        if self.uow_factory is not None:
+            entry = operator_entry(AuditAction.KEYS_ROTATE, FIELD_KEY, self.rekeyer.current_key_id)
+            await record_alone(self.uow_factory(), entry)
         return [await self._rotate(column, progress) for column in self.columns]
 
     async def _rotate(self, column: EncryptedColumn, progress: Callable[[Progress], None]) -> ColumnReport:

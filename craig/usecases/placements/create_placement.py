@@ -8,20 +8,22 @@ from __future__ import annotations
 from typing import Protocol
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.placement_changes import NewPlacement, decide_new_placement
 from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome
 from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.case_lifecycle.guards import visible_open_case
+from craig.usecases.cases.audit_names import PLACEMENT
 from craig.usecases.ids import new_id
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient
 
 
-class CreatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+class CreatePlacementWork(AuditWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
     """The unit of work :class:`CreatePlacement` uses."""
 
 
@@ -32,7 +34,8 @@ class CreatePlacement:
     must have no other active placement (409 ``case-already-placed``). There is no placement row
     to lock yet, and nobody else can see the new one before commit, so the home lock is the
     first lock taken. A planned placement takes no place and locks nothing. Stages
-    ``placement_created`` (and ``placement_activated``)."""
+    ``placement_created`` (and ``placement_activated``). Recorded as ``create`` with the case, in
+    the same transaction; a 404 (invisible case, unknown home) as ``denied``."""
 
     def __init__(self, uow: CreatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
         self.uow = uow
@@ -40,7 +43,8 @@ class CreatePlacement:
         self.retry = retry or TransientRetry()
 
     async def __call__(self, principal: Principal, command: NewPlacement) -> Placement:
-        return await retry_transient(lambda: self._attempt(principal, command), self.retry, on_retry=log_retry)
+        async with refusals_recorded(self.uow, principal, AuditAction.CREATE, PLACEMENT, case_id=command.case_id):
+            return await retry_transient(lambda: self._attempt(principal, command), self.retry, on_retry=log_retry)
 
     async def _attempt(self, principal: Principal, command: NewPlacement) -> Placement:
         async with self.uow:
@@ -57,5 +61,7 @@ class CreatePlacement:
             now = self.clock.now()
             decision = decide_new_placement(command, id=new_id(), created_by=principal.sub, home=home, now=now)
             await write_decision(self.uow, decision, new=True, now=now)
+            placement = decision.placement
+            await record(self.uow, principal, AuditAction.CREATE, PLACEMENT, placement.id, case_id=placement.case_id)
             await self.uow.commit()
         return decision.placement

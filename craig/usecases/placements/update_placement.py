@@ -13,6 +13,7 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.placement_changes import PlacementPatch, decide_change, homes_to_lock
 from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome, UnknownPlacement
 from craig.domain.versions import IfMatch, check_if_match
@@ -20,14 +21,19 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.more_entries import changed_field_names
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.case_lifecycle.guards import visible_open_case
+from craig.usecases.cases.audit_names import PLACEMENT
 from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient
 
+#: Fields every change moves on its own; an entry names only what the caller changed.
+_BOOKKEEPING = ("version", "updated_at")
 
-class UpdatePlacementWork(UnitOfWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
+
+class UpdatePlacementWork(AuditWork, HasCases, HasFosterHomes, HasOutbox, HasPlacements, Protocol):
     """The unit of work :class:`UpdatePlacement` uses."""
 
 
@@ -38,7 +44,10 @@ class UpdatePlacement:
     refuses (naming ``from`` and ``to``), a full home, a second active placement of the case, or
     a closed placement. A patch that changes nothing answers the placement unchanged.
     ``if_match``, when given, must name the placement's current version (412 otherwise).
-    Activating or moving needs the case open (409 ``case-closed``)."""
+    Activating or moving needs the case open (409 ``case-closed``).
+
+    Recorded as ``update`` with the names of the fields that changed (none for a patch that
+    changes nothing), in the same transaction; a 404 as ``denied``."""
 
     def __init__(self, uow: UpdatePlacementWork, clock: Clock, retry: TransientRetry | None = None) -> None:
         self.uow = uow
@@ -48,9 +57,10 @@ class UpdatePlacement:
     async def __call__(
         self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None = None
     ) -> Placement:
-        return await retry_transient(
-            lambda: self._attempt(principal, placement_id, patch, if_match), self.retry, on_retry=log_retry
-        )
+        async with refusals_recorded(self.uow, principal, AuditAction.UPDATE, PLACEMENT, placement_id):
+            return await retry_transient(
+                lambda: self._attempt(principal, placement_id, patch, if_match), self.retry, on_retry=log_retry
+            )
 
     async def _attempt(
         self, principal: Principal, placement_id: UUID, patch: PlacementPatch, if_match: IfMatch | None
@@ -74,5 +84,15 @@ class UpdatePlacement:
             decision = decide_change(current, patch, homes, now)
             if decision.changed:
                 await write_decision(self.uow, decision, new=False, now=now)
+            changed = changed_field_names(current, decision.placement, ignore=_BOOKKEEPING)
+            await record(
+                self.uow,
+                principal,
+                AuditAction.UPDATE,
+                PLACEMENT,
+                current.id,
+                case_id=current.case_id,
+                changed_fields=changed,
+            )
             await self.uow.commit()
         return decision.placement

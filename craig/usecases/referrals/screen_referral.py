@@ -14,6 +14,7 @@ from uuid import UUID
 import attrs
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.cases import Case, new_case
 from craig.domain.errors import NotFound
 from craig.domain.event_catalogue import CASE_ASSIGNED, CASE_OPENED, EventType
@@ -23,14 +24,15 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.outbox import HasOutbox
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.events import new_event, stage_events
 from craig.usecases.facts import stage_facts
 from craig.usecases.ids import new_id
+from craig.usecases.intake.submit_referral import REFERRAL
 from craig.usecases.referrals.list_referrals import SCREENING_ROLES
 
 
-class ScreenReferralWork(UnitOfWork, HasCases, HasOutbox, HasReferrals, Protocol):
+class ScreenReferralWork(AuditWork, HasCases, HasOutbox, HasReferrals, Protocol):
     """The unit of work :class:`ScreenReferral` uses."""
 
 
@@ -57,7 +59,10 @@ class Screened:
 class ScreenReferral:
     """403 for a case worker, 404 for an unknown referral, 409 when it was screened already
     (checked before ``if_match``: a stale client learns who was first), 412 for a stale
-    ``if_match``, 422 for a bad title or reason."""
+    ``if_match``, 422 for a bad title or reason.
+
+    Recorded as ``screen`` (with the case a screen-in opens) in the same transaction; a 403 or
+    404 as ``denied``."""
 
     def __init__(self, uow: ScreenReferralWork, clock: Clock, times: ResponseTimes) -> None:
         self.uow = uow
@@ -65,6 +70,12 @@ class ScreenReferral:
         self.times = times
 
     async def __call__(
+        self, principal: Principal, referral_id: UUID, decision: ScreenIn | ScreenOut, if_match: IfMatch
+    ) -> Screened:
+        async with refusals_recorded(self.uow, principal, AuditAction.SCREEN, REFERRAL, referral_id):
+            return await self._screen(principal, referral_id, decision, if_match)
+
+    async def _screen(
         self, principal: Principal, referral_id: UUID, decision: ScreenIn | ScreenOut, if_match: IfMatch
     ) -> Screened:
         principal.require(*SCREENING_ROLES)
@@ -94,6 +105,8 @@ class ScreenReferral:
                 case = await self._open(case, principal, decision.assign_to if isinstance(decision, ScreenIn) else None)
             await self.uow.referrals.save_screening(screened)
             await stage_facts(self.uow, facts, now)
+            case_id = None if case is None else case.id
+            await record(self.uow, principal, AuditAction.SCREEN, REFERRAL, referral.id, case_id=case_id)
             await self.uow.commit()
         return Screened(queue_entry(screened, self.times, now), case)
 

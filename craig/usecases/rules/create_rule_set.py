@@ -11,23 +11,35 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from craig.domain.access import Principal, Role
+from craig.domain.audit import AuditAction
 from craig.domain.event_catalogue import RULES_CACHE_INVALIDATED
 from craig.domain.rule_documents import parse_rules, validate_name
 from craig.domain.rules import RuleSet
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.rules import HasRuleSets
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.rules.rule_cache import RuleSetCache
 
+#: The resource type of a rule set's audit entries.
+RULE_SET = "rule_set"
 
-class CreateRuleSetWork(UnitOfWork, HasOutbox, HasRuleSets, Protocol):
+
+def rule_set_version_id(name: str, version: int) -> str:
+    """How an audit entry names one version of a rule set: ``name:version``."""
+    return f"{name}:{version}"
+
+
+class CreateRuleSetWork(AuditWork, HasOutbox, HasRuleSets, Protocol):
     """The unit of work :class:`CreateRuleSet` uses."""
 
 
 class CreateRuleSet:
-    """Store a new version of a rule set (supervisors and admins) and tell the other instances."""
+    """Store a new version of a rule set (supervisors and admins) and tell the other instances.
+
+    An operator's action: recorded as ``rule_set_version`` (``name:version``) by the principal,
+    in the same transaction as the version; a 403 as ``denied`` (naming the set asked for)."""
 
     def __init__(self, uow: CreateRuleSetWork, cache: RuleSetCache, instance_id: str, clock: Clock) -> None:
         self.uow = uow
@@ -36,7 +48,8 @@ class CreateRuleSet:
         self.clock = clock
 
     async def __call__(self, principal: Principal, name: Any, document: Any) -> RuleSet:
-        principal.require(Role.SUPERVISOR, Role.ADMIN)
+        async with refusals_recorded(self.uow, principal, AuditAction.RULE_SET_VERSION, RULE_SET, name):
+            principal.require(Role.SUPERVISOR, Role.ADMIN)
         checked_name = validate_name(name)
         rules = parse_rules(document)
         now = self.clock.now()
@@ -62,5 +75,7 @@ class CreateRuleSet:
             # Only a committed version may enter the cache: with the idempotency layer holding
             # the commit, a failed finalize rolls the version back after this method returned.
             self.uow.after_commit(lambda: self.cache.insert(rule_set))
+            version_id = rule_set_version_id(checked_name, version)
+            await record(self.uow, principal, AuditAction.RULE_SET_VERSION, RULE_SET, version_id)
             await self.uow.commit()
         return rule_set

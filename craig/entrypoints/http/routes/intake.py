@@ -10,6 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from craig.domain.constants import INTAKE_MAX_BODY_BYTES
+from craig.entrypoints.http import request_context
 from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.client_limits import OPT_KEY as CLIENT_RATE_LIMIT
 from craig.entrypoints.http.dependencies import ClientAddress
@@ -74,7 +75,9 @@ async def submit_referral(
         location=data.location,
         captcha_token=data.captcha_token,
     )
-    referral = await submit_referral(form, client_address)
+    info = request_context.current()
+    # no token: the audit entry names the request and the client's address, never the reporter
+    referral = await submit_referral(form, client_address, None if info is None else info.request_id)
     receipt = ReceiptView(id=referral.id, priority=referral.priority, reference=referral.reference)
     return Response(receipt, status_code=202)
 

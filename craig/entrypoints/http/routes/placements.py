@@ -161,6 +161,7 @@ async def create_foster_home(
 )
 async def list_foster_homes(
     request: Request[Any, Any, Any],
+    principal: Me,
     cursors: Paging,
     list_foster_homes: NamedDependency[ListFosterHomes],
     list_foster_home_page: NamedDependency[ListFosterHomePage],
@@ -172,20 +173,20 @@ async def list_foster_homes(
     """Keyset pages (`limit`, `cursor`); `page`/`per_page` still answer the old offset page."""
     legacy = legacy_page(page, per_page, limit=limit, cursor=cursor)
     if legacy is not None:
-        result = await list_foster_homes(legacy)
+        result = await list_foster_homes(principal, legacy)
         items = [_home(home) for home in result.items]
         return Response(FosterHomePage(items=items, page=result.page, per_page=result.per_page, total=result.total))
-    found = await list_foster_home_page(keyset_of(request, cursors, limit, cursor, (str, UUID)))
+    found = await list_foster_home_page(principal, keyset_of(request, cursors, limit, cursor, (str, UUID)))
     next_cursor, headers = next_page(request, cursors, found.next_after)
     return Response(FosterHomeKeysetPage([_home(home) for home in found.items], next_cursor), headers=headers)
 
 
 @get("/foster-homes/{home_id:uuid}", tags=TAGS, summary="One foster home", opt=answers(headers=("ETag",)))
 async def get_foster_home(
-    home_id: FromPath[UUID], get_foster_home: NamedDependency[GetFosterHome]
+    home_id: FromPath[UUID], principal: Me, get_foster_home: NamedDependency[GetFosterHome]
 ) -> Response[FosterHomeView]:
     """Sends `ETag` (the `If-Match` of `PATCH`); it changes with the occupancy too."""
-    home = await get_foster_home(home_id)
+    home = await get_foster_home(principal, home_id)
     return Response(_home(home), headers=home_headers(home))
 
 

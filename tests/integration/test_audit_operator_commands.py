@@ -1,0 +1,153 @@
+"""An operator's commands leave an entry in the audit trail, on real PostgreSQL: ``craig keys
+rotate`` and ``craig dlx replay`` run as real processes, and a replay that fails halfway is
+still recorded (its entry is written before anything is replayed)."""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+
+from craig.entrypoints.cli.dlx import replay_dead_letters
+from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+from tests.support import apps
+from tests.support.audit import superuser
+from tests.support.services import BrokerNames, free_port
+
+pytestmark = pytest.mark.integration
+
+CRAIG = str(Path(sys.executable).parent / "craig")
+KEY = base64.b64encode(os.urandom(32)).decode()
+
+
+def production(tmp_path: Path, database_url: str, **variables: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
+    return {
+        **clean,
+        "CRAIG_PROFILE": "production",
+        "CRAIG_DATA_DIR": str(tmp_path),
+        "CRAIG_DATABASE__URL": database_url,
+        "CRAIG_BROKER__URL": f"amqp://guest:guest@127.0.0.1:{free_port()}/",
+        "CRAIG_OBJECT_STORE__ENDPOINT": f"127.0.0.1:{free_port()}",
+        "CRAIG_OBJECT_STORE__ACCESS_KEY": "craig",
+        "CRAIG_OBJECT_STORE__SECRET_KEY": "secret",
+        "CRAIG_AUTH__JWT_SECRET": "x" * 40,
+        "CRAIG_FIELD_ENCRYPTION_KEY": f"k7:{KEY}",
+        "CRAIG_LOG_JSON": "false",
+        **variables,
+    }
+
+
+def craig(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CRAIG, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+async def operator_entries(pg_url: str) -> list[dict[str, Any]]:
+    conn = await superuser(pg_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT actor, actor_role, actor_name, action, resource_type, resource_id, resource_ids, outcome,"
+            " case_id FROM audit_entries WHERE actor_role = 'operator' ORDER BY at, id"
+        )
+    finally:
+        await conn.close()
+    return [{**dict(r), "resource_ids": list(r["resource_ids"])} for r in rows]
+
+
+def operator(
+    action: str, resource_type: str, resource_id: str | None, resource_ids: Sequence[str] = ()
+) -> dict[str, Any]:
+    return {
+        "actor": None,
+        "actor_role": "operator",
+        "actor_name": getpass.getuser(),
+        "action": action,
+        "resource_type": resource_type,
+        "resource_id": resource_id,
+        "resource_ids": list(resource_ids),
+        "outcome": "allowed",
+        "case_id": None,
+    }
+
+
+async def test_keys_rotate_records_who_rotated_to_which_key(tmp_path: Path, pg_url: str) -> None:
+    rotated = craig("keys", "rotate", env=production(tmp_path, pg_url))
+    assert rotated.returncode == 0, rotated.stderr
+    assert await operator_entries(pg_url) == [operator("keys_rotate", "field_key", "k7")]
+
+
+async def test_dlx_replay_records_the_ids_asked_for_or_all(
+    tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames
+) -> None:
+    broker_names.queue("dead-letters")
+    env = production(
+        tmp_path,
+        pg_url,
+        CRAIG_BROKER__URL=rabbit_url,
+        CRAIG_BROKER__EVENTS_EXCHANGE=broker_names.events_exchange,
+        CRAIG_BROKER__DLX_EXCHANGE=broker_names.dlx_exchange,
+        CRAIG_BROKER__QUEUE_PREFIX=broker_names.queue_prefix,
+    )
+    ids = sorted(str(uuid.uuid4()) for _ in range(2))
+    by_id = craig("dlx", "replay", "--id", ids[1], "--id", ids[0], env=env)
+    assert by_id.returncode == 0, by_id.stderr
+    every = craig("dlx", "replay", "--all", env=env)
+    assert every.returncode == 0, every.stderr
+    assert await operator_entries(pg_url) == [
+        operator("dlx_replay", "dead_letter", None, ids),
+        operator("dlx_replay", "dead_letter", "all"),
+    ]
+
+
+def _letter() -> DeadLetterInfo:
+    return DeadLetterInfo(
+        event_id=uuid.uuid4(),
+        event_type="cases.case_opened",
+        consumer="recorder",
+        queue="craig.recorder",
+        retry_count=5,
+        last_error="attempt 6 failed",
+        first_failed_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+    )
+
+
+class BrokenDeadLetters(DeadLetterQueue):
+    """A broker that fails in the middle of a replay."""
+
+    def __init__(self, letters: Sequence[DeadLetterInfo]) -> None:
+        self.letters = list(letters)
+
+    async def peek(self, limit: int) -> list[DeadLetterInfo]:
+        return self.letters[:limit]
+
+    async def count(self) -> int:
+        return len(self.letters)
+
+    async def replay(
+        self,
+        event_ids: Sequence[uuid.UUID] | None,
+        limit: int,
+        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
+    ) -> list[DeadLetterInfo]:
+        await before_requeue(self.letters[0])
+        raise ConnectionError("the broker went away")
+
+
+async def test_a_replay_that_fails_halfway_is_still_recorded(tmp_path: Path, pg_url: str) -> None:
+    container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
+    letters = [_letter(), _letter()]
+    container.dead_letters.override(providers.Object(BrokenDeadLetters(letters)))
+    with pytest.raises(ConnectionError):
+        await replay_dead_letters(container, [letter.event_id for letter in letters], 10)
+    wanted = sorted(str(letter.event_id) for letter in letters)
+    assert await operator_entries(pg_url) == [operator("dlx_replay", "dead_letter", None, wanted)]
