@@ -21,13 +21,38 @@ from craig.adapters.postgres import migrations
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.notify import PostgresListener
-from craig.ports.errors import PortError
+from craig.ports.errors import ObjectStoreUnavailable, PortError
 from craig.ports.messaging import EventBus
 from craig.ports.object_store import ObjectStore
 
 
 class StartupError(Exception):
-    """One line for the operator: what is wrong and how to fix it."""
+    """One line for the operator: what is wrong and how to fix it.
+
+    ``transient`` says the dependency could not be reached (nothing listens, a timeout, a 5xx):
+    it may come back by itself, so a process that can do without it for a while (``craig
+    serve`` without RabbitMQ or the object store) starts degraded and keeps trying. Anything
+    else (wrong credentials, a missing virtual host) is a misconfiguration, refused at once."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the dependency could not be reached (rather than that it refused):
+    an object store that is unavailable, or a connection refused, reset or timed out anywhere
+    in the chain of causes."""
+    if isinstance(error, ObjectStoreUnavailable):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (OSError, TimeoutError)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 #: What starting the database does to its schema: migrate it to head, check that it is at head
@@ -139,8 +164,11 @@ def memory_ping(database: Callable[[], MemoryDatabase]) -> HealthCheck:
 
 
 def postgres_ping(database: Callable[[], PostgresDatabase]) -> HealthCheck:
+    """Reachable and migrated: the schema at this Craig's head revision."""
+
     async def ping() -> None:
         await database().ping()
+        await check_schema(database())
 
     return ping
 
@@ -158,7 +186,7 @@ async def object_store_prepared(
     try:
         await store.prepare()
     except PortError as error:
-        raise StartupError(explain(store, error)) from error
+        raise StartupError(explain(store, error), transient=unreachable(error)) from error
     yield
 
 
@@ -177,7 +205,9 @@ async def broker_reached(bus: EventBus) -> AsyncIterator[None]:
     try:
         await bus.connect([])
     except PortError as error:
-        raise StartupError(f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs") from error
+        raise StartupError(
+            f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs", transient=unreachable(error)
+        ) from error
     try:
         yield
     finally:
