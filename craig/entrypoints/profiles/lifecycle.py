@@ -10,6 +10,8 @@ a :class:`StartupError`: one line for the operator that names it and says how to
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Literal, Protocol
@@ -39,17 +41,34 @@ class StartupError(Exception):
         self.transient = transient
 
 
+#: Socket errors that say nothing answered (rather than that something answered "no").
+_UNREACHABLE_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ETIMEDOUT,
+        errno.EPIPE,
+    }
+)
+
+
 def unreachable(error: BaseException) -> bool:
     """Whether ``error`` says the dependency could not be reached (rather than that it refused):
-    an object store that is unavailable, or a connection refused, reset or timed out anywhere
-    in the chain of causes."""
+    an object store that is unavailable (no connection, a timeout, a 5xx), or a connection
+    refused, reset or timed out, or a name that does not resolve, anywhere in the chain of
+    causes. A broker that refused the login answers, so it is not unreachable."""
     if isinstance(error, ObjectStoreUnavailable):
         return True
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (OSError, TimeoutError)):
+        if isinstance(current, (TimeoutError, socket.gaierror)):
+            return True
+        if isinstance(current, OSError) and current.errno in _UNREACHABLE_ERRNOS:
             return True
         current = current.__cause__ or current.__context__
     return False
