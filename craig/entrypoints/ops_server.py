@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -93,7 +94,8 @@ async def ops_server(host: str, port: int, handlers: Mapping[str, Handler]) -> A
     try:
         server = await asyncio.start_server(_serve(handlers), host, port, limit=_MAX_HEADER_BYTES)
     except OSError as error:
-        raise CannotListen(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise CannotListen(f"cannot listen on {host}:{port}: {reason}") from None
     bound = int(server.sockets[0].getsockname()[1])
     log.info("ops server listening", url=f"http://{host}:{bound}", paths=sorted(handlers))
     try:
