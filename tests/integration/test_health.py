@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -170,3 +171,40 @@ async def test_wrong_broker_credentials_are_still_refused(tmp_path: Path, pg_url
         async with running(container, tolerate=("object_store", "broker")):
             pass
     assert not refused.value.transient
+
+
+@pytest.mark.s3
+async def test_an_object_store_that_comes_back_is_prepared_without_a_restart(
+    tmp_path: Path, pg_url: str, s3_server: Any
+) -> None:
+    port = free_port()
+    bucket = f"t-{uuid.uuid4().hex[:12]}"
+    settings = attrs.evolve(
+        production(tmp_path, pg_url, closed_broker()),
+        object_store=ObjectStoreSettings(
+            endpoint=f"127.0.0.1:{port}",
+            access_key=s3_server.access_key,
+            secret_key=s3_server.secret_key,
+            bucket=bucket,
+            secure=False,
+        ),
+    )
+    container = build_container(settings)
+    check = health_checks(container)["object_store"]
+    client = s3_server.client()
+    try:
+        async with running(container, tolerate=("object_store", "broker")):
+            with pytest.raises(Exception, match="S3"):
+                await check()
+            async with tcp_forwarder(port, int(s3_server.endpoint.rsplit(":", 1)[1])):
+                for _ in range(300):
+                    try:
+                        await check()
+                        break
+                    except Exception:
+                        await asyncio.sleep(0.1)
+                await check()  # the background retry created the bucket
+            assert client.bucket_exists(bucket)
+    finally:
+        if client.bucket_exists(bucket):
+            client.remove_bucket(bucket)
