@@ -122,10 +122,24 @@ WORKER_STOP_TIMEOUT: Final = timedelta(seconds=10)
 #: processed or dead inbox rows) are counted exactly up to this many; above it the count is
 #: PostgreSQL's estimate, so a scrape costs the same however long the history grows.
 STATS_EXACT_COUNT_MAX_ROWS: Final = 10_000
-#: ``/health/ready``: how long each dependency's check may take, and how much of its error the
+#: ``/health/ready`` and ``/health/dependencies``: how long each dependency's check may take
+#: (they run side by side, so a probe answers within about this), and how much of its error the
 #: answer shows.
-READINESS_CHECK_TIMEOUT: Final = timedelta(seconds=3)
+READINESS_CHECK_TIMEOUT: Final = timedelta(seconds=2)
 READINESS_ERROR_MAX_CHARS: Final = 300
+#: ``craig serve`` started without RabbitMQ or the object store: how soon it tries again, the
+#: wait doubling per failure up to the maximum.
+DEPENDENCY_RETRY_MIN: Final = timedelta(seconds=1)
+DEPENDENCY_RETRY_MAX: Final = timedelta(seconds=30)
+#: ``/metrics``: how long one database- or broker-backed gauge may take to refresh (they refresh
+#: side by side; one that times out keeps its last value and the scrape goes on).
+METRICS_REFRESH_TIMEOUT: Final = timedelta(seconds=3)
+#: A worker is ready when every loop finished a pass within this many of its intervals, plus the
+#: grace (a pass that did work runs again at once, so a busy loop is never late).
+WORKER_READY_INTERVALS: Final = 3
+WORKER_READY_GRACE: Final = timedelta(seconds=30)
+#: The port ``craig worker`` serves ``/health/*`` and ``/metrics`` on (0: none).
+WORKER_METRICS_PORT: Final = 9464
 
 # --- HTTP -----------------------------------------------------------------------------------
 #: Largest request body (``CRAIG_HTTP__MAX_BODY_BYTES``); upload routes have their own limit.

@@ -244,7 +244,10 @@ def test_worker_stops_gracefully_on_sigterm(tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [CRAIG, "worker"], env=environment(tmp_path, CRAIG_LOG_JSON="false"), stdout=out, stderr=subprocess.STDOUT
+            [CRAIG, "worker"],
+            env=environment(tmp_path, CRAIG_LOG_JSON="false", CRAIG_WORKERS__METRICS_PORT="0"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 90

@@ -177,7 +177,7 @@ async def test_status_metrics_and_cleanup_never_read_a_history_table_whole(pg_ur
     ]
     assert purge and set(purge) <= {"Index Scan", "Index Only Scan"}
     assert purged == PURGE_BATCH_SIZE  # one batch: the oldest sent jobs, each its own transaction
-    sample = metrics.REGISTRY.get_sample_value
+    sample = metrics.SHARED_REGISTRY.get_sample_value  # the shared gauges
     assert sample("craig_exchange_send_jobs", {"status": "failed"}) == 50
     assert sample("craig_idempotency_slots", {"status": "failed"}) == 20
     assert sample("craig_outbox_pending") == 10 and sample("craig_attachments_pending") == 5

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import attrs
+import httpx
 import pytest
 from dependency_injector import providers
 
@@ -50,6 +55,8 @@ async def test_an_unreachable_database_is_named(tmp_path: Path) -> None:
 
 
 async def test_an_unreachable_broker_is_named(tmp_path: Path, pg_url: str) -> None:
+    """Where the broker is needed (``craig worker``, the CLI tools): refused, naming it. ``craig
+    serve`` tolerates it instead (below)."""
     settings = attrs.evolve(
         make_settings("postgres", tmp_path, pg_url),
         profile=Profile.PRODUCTION,
@@ -81,3 +88,71 @@ async def test_production_refuses_an_unmigrated_database_and_names_the_revision(
             async with running(container):
                 pass
         await container.postgres().dispose()
+
+
+def _production_env(tmp_path: Path, database_url: str, **overrides: str) -> dict[str, str]:
+    return {
+        "CRAIG_PROFILE": "production",
+        "CRAIG_DATA_DIR": str(tmp_path),
+        "CRAIG_DATABASE__URL": database_url,
+        "CRAIG_BROKER__URL": f"amqp://guest:guest@127.0.0.1:{free_port()}/",  # nothing listens
+        "CRAIG_OBJECT_STORE__ENDPOINT": f"127.0.0.1:{free_port()}",  # nothing listens
+        "CRAIG_OBJECT_STORE__ACCESS_KEY": "craig",
+        "CRAIG_OBJECT_STORE__SECRET_KEY": "secret",
+        "CRAIG_OBJECT_STORE__SECURE": "false",
+        "CRAIG_AUTH__JWT_SECRET": "x" * 40,
+        "CRAIG_FIELD_ENCRYPTION_KEY": base64.b64encode(os.urandom(32)).decode(),
+        "CRAIG_LOG_JSON": "false",
+        **overrides,
+    }
+
+
+def test_production_serve_starts_degraded_without_the_broker_and_the_object_store(tmp_path: Path, pg_url: str) -> None:
+    """The outbox is there so that the API does not need RabbitMQ: it starts, warns, and its
+    readiness says ``degraded`` (200); /metrics is on its own port when CRAIG_HTTP__METRICS_PORT is set."""
+    port, metrics_port = free_port(), free_port()
+    env = _production_env(tmp_path, pg_url, CRAIG_HTTP__METRICS_PORT=str(metrics_port))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [CRAIG, "serve", "--port", str(port)], env={**clean, **env}, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        ready = None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and process.poll() is None:
+            with contextlib.suppress(httpx.HTTPError):
+                ready = httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=5)
+                break
+            time.sleep(0.2)
+        assert ready is not None, log.read_text()
+        assert ready.status_code == 200, ready.text
+        body = ready.json()
+        assert body["status"] == "degraded"
+        assert body["dependencies"]["database"] == {"status": "ok"}
+        assert body["dependencies"]["broker"]["status"] == "degraded"
+        assert body["dependencies"]["object_store"]["status"] == "degraded"
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 404
+        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
+        assert scraped.status_code == 200 and "craig_build_info" in scraped.text
+        assert "craig_outbox_pending 0.0" in scraped.text  # the shared gauges: read from the database
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = log.read_text()
+    assert "dependency degraded" in text and "broker" in text and "object_store" in text
+    assert "Traceback" not in text
+
+
+def test_production_serve_still_refuses_broker_credentials_the_broker_refuses(
+    tmp_path: Path, pg_url: str, rabbit_url: str
+) -> None:
+    wrong = rabbit_url.replace("guest:guest@", "guest:not-the-password@")
+    result = _craig("serve", "--port", str(free_port()), **_production_env(tmp_path, pg_url, CRAIG_BROKER__URL=wrong))
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("craig:")]
+    assert len(lines) == 1 and "ACCESS_REFUSED" in lines[0] and "CRAIG_BROKER__URL" in lines[0], result.stderr

@@ -1,15 +1,16 @@
-"""``craig worker``: the background loops, without the HTTP API."""
+"""``craig worker``: the background loops, without the HTTP API, with its own probes and metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+from contextlib import AsyncExitStack
 
 import click
 import structlog
 
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.cli.common import ExitCode, exit_codes, run
+from craig.entrypoints.cli.common import ExitCode, Refused, exit_codes, run
 from craig.entrypoints.runtime import running
 
 log = structlog.get_logger(__name__)
@@ -19,22 +20,43 @@ log = structlog.get_logger(__name__)
 def worker() -> int:
     """Run the background loops alone.
 
-    The outbox relay, the event consumers, the attachment scanner, the partner send-job worker
-    and the cleanup worker, in one process; start as many as you like, on any machine (they
-    coordinate through PostgreSQL row locks). SIGTERM or Ctrl-C finish the work in hand and
-    exit 0.
+    The outbox relay, the event consumers, the attachment scanner, the partner send-job worker,
+    the cleanup worker and the audit sealer, in one process; start as many as you like, on any
+    machine (they coordinate through PostgreSQL row locks). /health/live, /health/ready and
+    /metrics are served on CRAIG_WORKERS__METRICS_PORT (default 9464, 0: none) at
+    CRAIG_HTTP__HOST. SIGTERM or Ctrl-C finish the work in hand and exit 0.
     """
-    from craig.entrypoints.workers.runner import workers_running
+    from craig.entrypoints.ops_server import CannotListen
+    from craig.entrypoints.workers.health import worker_health_server
+    from craig.entrypoints.workers.runner import build_loops, workers_running
 
     container = bootstrap()
+    settings = container.settings()
 
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with running(container), workers_running(container):
-            log.info("worker running", profile=container.settings().profile.value)
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(running(container))
+            loops = build_loops(container)
+            port = settings.workers.metrics_port
+            if port:
+                try:
+                    port = await stack.enter_async_context(
+                        worker_health_server(settings.http.host, port, loops, container.event_bus())
+                    )
+                except CannotListen as error:
+                    raise Refused(
+                        f"{error}; choose another CRAIG_WORKERS__METRICS_PORT (0: none) or stop what listens there"
+                    ) from None
+            await stack.enter_async_context(workers_running(container, loops))
+            log.info(
+                "worker running",
+                profile=settings.profile.value,
+                metrics=f"http://{settings.http.host}:{port}/metrics" if port else "off",
+            )
             await stop.wait()
         return ExitCode.OK
 

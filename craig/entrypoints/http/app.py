@@ -141,7 +141,11 @@ def create_app(
 
     app = Litestar(
         route_handlers=[
-            system_router(runtime.health_checks(container), operations.metric_refreshers(container)),
+            system_router(
+                runtime.health_checks(container),
+                operations.metric_refreshers(container),
+                serve_metrics=not settings.http.metrics_port,
+            ),
             v1,
             intake,
         ],
@@ -154,7 +158,7 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=refuse_unknown_query_parameters,
-        middleware=[RequestContextMiddleware(settings.http.trusted_proxies), RequestMetrics()],
+        middleware=[RequestContextMiddleware(settings.http.trusted_proxies)],
         before_send=[security_headers, request_id_header],
         cors_config=cors,
         request_max_body_size=settings.http.max_body_bytes,
@@ -162,6 +166,8 @@ def create_app(
         lifespan=[lifespan],
         logging_config=None,
     )
+    # Outermost: every request counted once, with the status actually sent (see the module).
+    app.asgi_handler = RequestMetrics(app.asgi_handler)
     app.state.attachment_max_bytes = settings.attachments.max_bytes
     app.state[TRUSTED_PROXIES_STATE] = settings.http.trusted_proxies
     return app

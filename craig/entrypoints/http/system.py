@@ -1,4 +1,4 @@
-"""Operational routes: liveness, readiness, metrics, Swagger UI and the problem pages (all public).
+"""Operational routes: liveness, readiness, dependencies, metrics, Swagger UI and the problem pages (all public).
 
 Swagger UI is served from the ``swagger-ui-py`` wheel, but only the four files its page loads:
 the package also ships the Swagger Editor bundles and source maps, which are never served."""
@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import attrs
 import msgspec
 import swagger_ui
 from litestar import MediaType, Response, Router, get
@@ -63,18 +65,22 @@ class Liveness(msgspec.Struct):
 
 
 class DependencyState(enum.StrEnum):
-    UP = "up"
+    OK = "ok"
+    #: Not answering, but the process serves without it (RabbitMQ, the object store).
+    DEGRADED = "degraded"
+    #: Not answering, and the process cannot serve without it (PostgreSQL, or its schema).
     DOWN = "down"
 
 
 class ReadyState(enum.StrEnum):
     READY = "ready"
+    DEGRADED = "degraded"
     UNAVAILABLE = "unavailable"
 
 
 class DependencyStatus(msgspec.Struct, omit_defaults=True):
     status: DependencyState
-    #: Why it is down (at most 300 characters); absent when up.
+    #: Why it is not ok (at most 300 characters); absent when ok.
     error: str | None = None
 
 
@@ -83,15 +89,68 @@ class Readiness(msgspec.Struct):
     dependencies: dict[str, DependencyStatus]
 
 
-async def _check(check: HealthCheck) -> str | None:
+class DependencyReport(msgspec.Struct, omit_defaults=True):
+    status: DependencyState
+    #: Whether the process is unready without it (only the database).
+    required: bool
+    #: How long its check took, in seconds (at most the check's timeout).
+    seconds: float
+    error: str | None = None
+
+
+class Dependencies(msgspec.Struct):
+    status: ReadyState
+    dependencies: dict[str, DependencyReport]
+
+
+#: The dependencies a process cannot serve without; any other one that is down is ``degraded``.
+REQUIRED = frozenset({"database"})
+
+
+@attrs.frozen
+class _Checked:
+    name: str
+    error: str | None
+    seconds: float
+
+    @property
+    def required(self) -> bool:
+        return self.name in REQUIRED
+
+    @property
+    def state(self) -> DependencyState:
+        if self.error is None:
+            return DependencyState.OK
+        return DependencyState.DOWN if self.required else DependencyState.DEGRADED
+
+
+async def _check(name: str, check: HealthCheck) -> _Checked:
+    started = time.perf_counter()
+    error: str | None = None
     try:
         await asyncio.wait_for(check(), READINESS_CHECK_TIMEOUT.total_seconds())
-    except Exception as error:
-        return f"{type(error).__name__}: {error}"[:READINESS_ERROR_MAX_CHARS]
-    return None
+    except TimeoutError:
+        error = f"no answer within {READINESS_CHECK_TIMEOUT.total_seconds():g} s"
+    except Exception as failure:
+        error = f"{type(failure).__name__}: {failure}"[:READINESS_ERROR_MAX_CHARS]
+    return _Checked(name, error, round(time.perf_counter() - started, 4))
 
 
-def system_router(checks: Mapping[str, HealthCheck], refreshers: Sequence[metrics.Refresher]) -> Router:
+async def check_all(checks: Mapping[str, HealthCheck]) -> tuple[ReadyState, list[_Checked]]:
+    """Every check, side by side (a hung dependency costs at most the timeout)."""
+    results = list(await asyncio.gather(*(_check(name, check) for name, check in checks.items())))
+    if any(result.state is DependencyState.DOWN for result in results):
+        return ReadyState.UNAVAILABLE, results
+    if any(result.state is DependencyState.DEGRADED for result in results):
+        return ReadyState.DEGRADED, results
+    return ReadyState.READY, results
+
+
+def system_router(
+    checks: Mapping[str, HealthCheck], refreshers: Sequence[metrics.Refresher], *, serve_metrics: bool = True
+) -> Router:
+    """``serve_metrics`` False: ``/metrics`` is served on a port of its own, not here."""
+
     @get("/health/live", tags=["operations"], summary="Liveness", operation_id="getLiveness")
     async def live() -> Liveness:
         """Public. The process is up (nothing else is checked)."""
@@ -102,20 +161,33 @@ def system_router(checks: Mapping[str, HealthCheck], refreshers: Sequence[metric
         tags=["operations"],
         summary="Readiness",
         operation_id="getReadiness",
-        responses={503: ResponseSpec(Readiness, description="A dependency is down: the same report")},
+        responses={503: ResponseSpec(Readiness, description="The database is down or not migrated: the same report")},
     )
     async def ready() -> Response[Readiness]:
-        """Public. Every dependency's status; 503 with the same report when one is down."""
-        names = list(checks)
-        results = await asyncio.gather(*(_check(checks[name]) for name in names))
-        report = {
-            name: DependencyStatus(DependencyState.DOWN, error) if error else DependencyStatus(DependencyState.UP)
-            for name, error in zip(names, results, strict=True)
-        }
-        healthy = all(error is None for error in results)
-        return Response(
-            Readiness(ReadyState.READY if healthy else ReadyState.UNAVAILABLE, report),
-            status_code=200 if healthy else 503,
+        """Public. Whether this process can serve requests: 200 when PostgreSQL answers and its
+        schema is at this Craig's head revision, 503 with the same report otherwise. RabbitMQ or
+        the object store not answering shows as ``degraded`` (status ``degraded``, still 200)."""
+        state, results = await check_all(checks)
+        report = {result.name: DependencyStatus(result.state, result.error) for result in results}
+        return Response(Readiness(state, report), status_code=503 if state is ReadyState.UNAVAILABLE else 200)
+
+    @get(
+        "/health/dependencies",
+        tags=["operations"],
+        summary="Dependencies",
+        operation_id="getDependencies",
+    )
+    async def dependencies() -> Dependencies:
+        """Public. Every dependency: ``ok``, ``degraded`` (down, but the process serves without it)
+        or ``down`` (required), with the error and how long its check took. Always 200: it is a
+        report, not a probe (``/health/ready`` is the probe)."""
+        state, results = await check_all(checks)
+        return Dependencies(
+            state,
+            {
+                result.name: DependencyReport(result.state, result.required, result.seconds, result.error)
+                for result in results
+            },
         )
 
     @get(
@@ -142,4 +214,7 @@ def system_router(checks: Mapping[str, HealthCheck], refreshers: Sequence[metric
             raise NotFoundException()
         return Response(content, media_type=SWAGGER_ASSETS[name], headers={"Cache-Control": "public, max-age=86400"})
 
-    return Router(path="/", route_handlers=[live, ready, prometheus, swagger, swagger_asset, problem_page])
+    handlers: list[Any] = [live, ready, dependencies, swagger, swagger_asset, problem_page]
+    if serve_metrics:
+        handlers.append(prometheus)
+    return Router(path="/", route_handlers=handlers)

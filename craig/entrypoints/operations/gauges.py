@@ -14,7 +14,7 @@ from craig.entrypoints.container import Container
 from craig.entrypoints.operations.ages import seconds_since
 from craig.entrypoints.operations.intake_queue import referral_gauges
 
-REGISTRY = metrics.REGISTRY
+REGISTRY = metrics.SHARED_REGISTRY
 
 outbox_pending = Gauge("craig_outbox_pending", "Unpublished events", registry=REGISTRY)
 outbox_oldest_age = Gauge(

@@ -17,19 +17,19 @@ referrals_unscreened = Gauge(
     "craig_referrals_unscreened",
     "Referrals waiting for screening, by priority",
     ["priority"],
-    registry=metrics.REGISTRY,
+    registry=metrics.SHARED_REGISTRY,
 )
 referrals_oldest_unscreened_age = Gauge(
     "craig_referrals_oldest_unscreened_age_seconds",
     "How long the oldest referral waiting for screening has waited, by priority (0 when none waits)",
     ["priority"],
-    registry=metrics.REGISTRY,
+    registry=metrics.SHARED_REGISTRY,
 )
 referrals_overdue = Gauge(
     "craig_referrals_overdue",
     "Referrals waiting for screening past their respond-by time, by priority",
     ["priority"],
-    registry=metrics.REGISTRY,
+    registry=metrics.SHARED_REGISTRY,
 )
 
 

@@ -10,6 +10,8 @@ a :class:`StartupError`: one line for the operator that names it and says how to
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Literal, Protocol
@@ -21,13 +23,55 @@ from craig.adapters.postgres import migrations
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.embedded import EmbeddedPostgres
 from craig.adapters.postgres.notify import PostgresListener
-from craig.ports.errors import PortError
+from craig.ports.errors import ObjectStoreUnavailable, PortError
 from craig.ports.messaging import EventBus
 from craig.ports.object_store import ObjectStore
 
 
 class StartupError(Exception):
-    """One line for the operator: what is wrong and how to fix it."""
+    """One line for the operator: what is wrong and how to fix it.
+
+    ``transient`` says the dependency could not be reached (nothing listens, a timeout, a 5xx):
+    it may come back by itself, so a process that can do without it for a while (``craig
+    serve`` without RabbitMQ or the object store) starts degraded and keeps trying. Anything
+    else (wrong credentials, a missing virtual host) is a misconfiguration, refused at once."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+#: Socket errors that say nothing answered (rather than that something answered "no").
+_UNREACHABLE_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ETIMEDOUT,
+        errno.EPIPE,
+    }
+)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the dependency could not be reached (rather than that it refused):
+    an object store that is unavailable (no connection, a timeout, a 5xx), or a connection
+    refused, reset or timed out, or a name that does not resolve, anywhere in the chain of
+    causes. A broker that refused the login answers, so it is not unreachable."""
+    if isinstance(error, ObjectStoreUnavailable):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (TimeoutError, socket.gaierror)):
+            return True
+        if isinstance(current, OSError) and current.errno in _UNREACHABLE_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 #: What starting the database does to its schema: migrate it to head, check that it is at head
@@ -139,8 +183,11 @@ def memory_ping(database: Callable[[], MemoryDatabase]) -> HealthCheck:
 
 
 def postgres_ping(database: Callable[[], PostgresDatabase]) -> HealthCheck:
+    """Reachable and migrated: the schema at this Craig's head revision."""
+
     async def ping() -> None:
         await database().ping()
+        await check_schema(database())
 
     return ping
 
@@ -158,7 +205,7 @@ async def object_store_prepared(
     try:
         await store.prepare()
     except PortError as error:
-        raise StartupError(explain(store, error)) from error
+        raise StartupError(explain(store, error), transient=unreachable(error)) from error
     yield
 
 
@@ -177,7 +224,9 @@ async def broker_reached(bus: EventBus) -> AsyncIterator[None]:
     try:
         await bus.connect([])
     except PortError as error:
-        raise StartupError(f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs") from error
+        raise StartupError(
+            f"{error}; check CRAIG_BROKER__URL and that RabbitMQ runs", transient=unreachable(error)
+        ) from error
     try:
         yield
     finally:

@@ -256,3 +256,16 @@ def _audit_retention(s: Settings) -> str | None:
             "remove it to keep the default of 2557 days (7 years)"
         )
     return None
+
+
+@rule
+def _metrics_ports(s: Settings) -> str | None:
+    for name, value in (
+        ("CRAIG_HTTP__METRICS_PORT", s.http.metrics_port),
+        ("CRAIG_WORKERS__METRICS_PORT", s.workers.metrics_port),
+    ):
+        if not 0 <= value <= 65535:
+            return f"{name} must lie between 0 (off) and 65535 (got {value})"
+    if s.http.metrics_port and s.http.metrics_port == s.http.port:
+        return "CRAIG_HTTP__METRICS_PORT must differ from CRAIG_HTTP__PORT; choose another port or 0 (on the API port)"
+    return None

@@ -49,6 +49,7 @@ from craig.domain.constants import (
     RULE_CACHE_MAX_AGE,
     SEND_LEASE,
     SEND_MAX_CONCURRENCY,
+    WORKER_METRICS_PORT,
 )
 
 
@@ -87,6 +88,9 @@ def _secret(text: str, default: str) -> Any:
 class HttpSettings:
     host: str = _help("Interface `craig serve` binds.", "127.0.0.1")
     port: int = _help("Port `craig serve` listens on.", 8000)
+    metrics_port: int = _help(
+        "Serve `/metrics` on this port (same host) instead of on the public API; 0: on the API port.", 0
+    )
     max_body_bytes: int = _help(
         "Largest request body accepted (413 above it). Upload routes have their own limit.", HTTP_MAX_BODY_BYTES
     )
@@ -240,6 +244,10 @@ class ScreeningSettings:
 class WorkerSettings:
     in_process: bool | None = _help(
         "Run background workers inside `craig serve` (default: yes for memory/embedded).", None
+    )
+    metrics_port: int = _help(
+        "Port `craig worker` serves /health/live, /health/ready and /metrics on (host: CRAIG_HTTP__HOST); 0: none.",
+        WORKER_METRICS_PORT,
     )
 
 

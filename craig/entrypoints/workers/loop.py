@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -11,6 +12,7 @@ import attrs
 import structlog
 
 from craig.domain.constants import WORKER_ERROR_BACKOFF_MAX, WORKER_ERROR_BACKOFF_MIN
+from craig.entrypoints import metrics
 
 log = structlog.get_logger(__name__)
 
@@ -18,6 +20,20 @@ log = structlog.get_logger(__name__)
 Pass = Callable[[], Awaitable[bool]]
 #: Wait between idle passes (may return early, e.g. on NOTIFY).
 Idle = Callable[[timedelta], Awaitable[None]]
+
+
+#: When each loop of this process last finished a pass (``time.monotonic()``), by name: what the
+#: worker's ``/health/ready`` reads.
+LAST_PASSES: dict[str, float] = {}
+
+
+def _passed(name: str, started: float, outcome: str) -> None:
+    ended = time.monotonic()
+    metrics.worker_loop_passes.labels(name, outcome).inc()
+    metrics.worker_loop_pass_seconds.labels(name).observe(ended - started)
+    if outcome == "ok":
+        LAST_PASSES[name] = ended
+        metrics.worker_loop_last_pass.labels(name).set_to_current_time()
 
 
 async def _sleep(interval: timedelta) -> None:
@@ -34,12 +50,15 @@ class Loop:
     async def run(self, stop: asyncio.Event) -> None:
         error_delay = WORKER_ERROR_BACKOFF_MIN
         while not stop.is_set():
+            started = time.monotonic()
             try:
                 busy = await self.run_once()
                 error_delay = WORKER_ERROR_BACKOFF_MIN
+                _passed(self.name, started, "ok")
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                _passed(self.name, started, "error")
                 log.warning("worker pass failed", worker=self.name, error=str(error), retry_in=str(error_delay))
                 await wait_or_stop(stop, error_delay, _sleep)
                 error_delay = min(error_delay * 2, WORKER_ERROR_BACKOFF_MAX)

@@ -8,7 +8,7 @@ inbox outcome becomes the bus's delivery outcome (ack, redeliver later, dead-let
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import structlog
 
@@ -16,8 +16,11 @@ from craig.domain.events import EventEnvelope
 from craig.domain.inbox import RetryPolicy
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
+from craig.entrypoints.profiles.lifecycle import unreachable
+from craig.entrypoints.runtime import keep_trying
 from craig.entrypoints.workers.consumers import subscriptions_for
 from craig.entrypoints.workers.loop import Loop
+from craig.ports.errors import PortError
 from craig.ports.messaging import (
     Acknowledge,
     Delivery,
@@ -84,6 +87,28 @@ async def consumers_running(
         yield
     finally:
         await bus.close()
+
+
+@asynccontextmanager
+async def consumers_running_when_reachable(
+    container: Container, *, broadcast_only: bool = False
+) -> AsyncIterator[None]:
+    """:func:`consumers_running`, but a broker that cannot be reached does not stop the start:
+    a ``degraded`` warning is logged and the consumers start in the background once it answers.
+    A broker that refuses (wrong credentials, no such virtual host) is still an error."""
+    async with AsyncExitStack() as stack:
+
+        async def start() -> None:
+            await stack.enter_async_context(consumers_running(container, broadcast_only=broadcast_only))
+
+        try:
+            await start()
+        except PortError as error:
+            if not unreachable(error):
+                raise
+            log.warning("dependency degraded: consumers wait for the broker", dependency="broker", error=str(error))
+            await stack.enter_async_context(keep_trying("consumers", start))
+        yield
 
 
 def relay_loop(container: Container) -> Loop:

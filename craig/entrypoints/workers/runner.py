@@ -17,7 +17,7 @@ import structlog
 from craig.domain.constants import WORKER_STOP_TIMEOUT
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.loop import Loop
-from craig.entrypoints.workers.messaging import consumers_running
+from craig.entrypoints.workers.messaging import consumers_running, consumers_running_when_reachable
 from craig.entrypoints.workers.registry import loops_for
 
 log = structlog.get_logger(__name__)
@@ -29,10 +29,15 @@ def build_loops(container: Container) -> list[Loop]:
 
 
 @asynccontextmanager
-async def workers_running(container: Container, loops: Sequence[Loop] | None = None) -> AsyncIterator[None]:
+async def workers_running(
+    container: Container, loops: Sequence[Loop] | None = None, *, wait_for_broker: bool = False
+) -> AsyncIterator[None]:
     """Connect the bus and start every consumer, then the loops; on exit, signal stop and wait
-    for the loops (bounded), cancel stragglers, and close the bus."""
-    async with consumers_running(container), _loops_running(container, loops):
+    for the loops (bounded), cancel stragglers, and close the bus. ``wait_for_broker`` (the
+    workers inside ``craig serve``): a broker that cannot be reached does not stop the start,
+    the consumers start once it answers."""
+    consumers = consumers_running_when_reachable(container) if wait_for_broker else consumers_running(container)
+    async with consumers, _loops_running(container, loops):
         yield
 
 
