@@ -78,7 +78,7 @@ async def test_upload_and_download_a_png_and_a_utf8_named_file(
         assert [item["file_name"] for item in listed["items"]] == ["living-room.png", name]
 
         ready = (await client.get("/health/ready")).json()
-        assert ready["dependencies"]["object_store"]["status"] == "ok"
+        assert ready["dependencies"]["object_store"]["status"] == "up"
         metrics = (await client.get("/metrics")).text
         assert "craig_attachments_pending 0.0" in metrics
         status = await collect_status(container)

@@ -56,7 +56,7 @@ def test_serve_embedded_then_mint_a_token_and_call_v1(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         ready = _wait_ready(base, process, log)
-        assert ready.json()["dependencies"]["database"]["status"] == "ok"
+        assert ready.json()["dependencies"]["database"]["status"] == "up"
         assert ready.headers["strict-transport-security"] == "max-age=31536000; includeSubDomains"
 
         secret = data_dir / "secrets" / "jwt_secret"

@@ -64,7 +64,7 @@ async def test_broker_and_object_store_down_leave_the_api_ready_but_degraded(tmp
         assert ready.status_code == 200, ready.text
         body = ready.json()
         assert body["status"] == "degraded"
-        assert body["dependencies"]["database"] == {"status": "ok"}
+        assert body["dependencies"]["database"] == {"status": "up"}
         for name in ("broker", "object_store"):
             assert body["dependencies"][name]["status"] == "degraded"
             assert body["dependencies"][name]["error"]
@@ -74,7 +74,7 @@ async def test_broker_and_object_store_down_leave_the_api_ready_but_degraded(tmp
         dependencies = report.json()["dependencies"]
         assert report.json()["status"] == "degraded"
         assert set(dependencies) == {"database", "broker", "object_store"}
-        assert dependencies["database"]["status"] == "ok" and dependencies["database"]["required"] is True
+        assert dependencies["database"]["status"] == "up" and dependencies["database"]["required"] is True
         assert "error" not in dependencies["database"]
         assert dependencies["broker"]["required"] is False and "RabbitMQ" in dependencies["broker"]["error"]
         assert dependencies["object_store"]["required"] is False and dependencies["object_store"]["error"]

@@ -130,7 +130,7 @@ def test_production_serve_starts_degraded_without_the_broker_and_the_object_stor
         assert ready.status_code == 200, ready.text
         body = ready.json()
         assert body["status"] == "degraded"
-        assert body["dependencies"]["database"] == {"status": "ok"}
+        assert body["dependencies"]["database"] == {"status": "up"}
         assert body["dependencies"]["broker"]["status"] == "degraded"
         assert body["dependencies"]["object_store"]["status"] == "degraded"
         assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 404

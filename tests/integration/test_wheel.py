@@ -176,7 +176,7 @@ def test_serve_and_worker_run_from_the_wheel_in_production_and_stop_cleanly(
         base = f"http://127.0.0.1:{port}"
         ready = wait_until_ready(base, serve, serve_log)
         assert ready.json()["status"] == "ready"
-        assert {d["status"] for d in ready.json()["dependencies"].values()} == {"ok"}
+        assert {d["status"] for d in ready.json()["dependencies"].values()} == {"up"}
         assert httpx.get(f"{base}/health/live", timeout=5).json() == {"status": "ok"}
         # uvicorn's "auto" loop and HTTP parser: the [standard] extras the wheel depends on.
         mapped = Path(f"/proc/{serve.pid}/maps").read_text()

@@ -65,7 +65,7 @@ class Liveness(msgspec.Struct):
 
 
 class DependencyState(enum.StrEnum):
-    OK = "ok"
+    UP = "up"
     #: Not answering, but the process serves without it (RabbitMQ, the object store).
     DEGRADED = "degraded"
     #: Not answering, and the process cannot serve without it (PostgreSQL, or its schema).
@@ -80,7 +80,7 @@ class ReadyState(enum.StrEnum):
 
 class DependencyStatus(msgspec.Struct, omit_defaults=True):
     status: DependencyState
-    #: Why it is not ok (at most 300 characters); absent when ok.
+    #: Why it is not up (at most 300 characters); absent when up.
     error: str | None = None
 
 
@@ -120,7 +120,7 @@ class _Checked:
     @property
     def state(self) -> DependencyState:
         if self.error is None:
-            return DependencyState.OK
+            return DependencyState.UP
         return DependencyState.DOWN if self.required else DependencyState.DEGRADED
 
 
