@@ -3,6 +3,10 @@
 ``send`` never raises for what a partner answers or for a transport fault: they are the
 :class:`~craig.domain.exchange.DispatchResult` the domain classifies. ``get_json`` raises
 :class:`~craig.ports.exchange.UpstreamError` (seed: ``ApiError::upstream``) instead.
+
+A send's POST carries, besides the job's ``X-Correlation-ID`` (the partner's dedupe key, the
+same on every retry), the ``X-Request-ID`` of the request that made the job and a W3C
+``traceparent``: the POST's own span when tracing is on, else the context the job was made in.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
+from craig.adapters.telemetry import TRACEPARENT, SpanKind, span
 from craig.domain.constants import (
     PARTNER_ERROR_DETAIL_MAX_CHARS,
     PARTNER_POOL_WAIT,
@@ -29,6 +34,8 @@ from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
 
 CORRELATION_HEADER = "X-Correlation-ID"
+#: The request that made the job (not the job's own id, which is ``X-Correlation-ID``).
+REQUEST_ID_HEADER = "X-Request-ID"
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
@@ -145,13 +152,23 @@ class HttpPartnerGateway(PartnerGateway):
         body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
 
-        def post(token: str, timeout: httpx.Timeout) -> Any:
-            headers = {
-                "Authorization": f"Bearer {token}",
-                "Content-Type": "application/json",
-                CORRELATION_HEADER: str(delivery.correlation_id),
-            }
-            return self._client.post(url, content=body, headers=headers, timeout=timeout)
+        async def post(token: str, timeout: httpx.Timeout) -> httpx.Response:
+            attributes = {"http.request.method": "POST", "url.full": url, "craig.partner.id": str(partner.id)}
+            with span("partner POST", kind=SpanKind.CLIENT, attributes=attributes) as call:
+                headers = {
+                    "Authorization": f"Bearer {token}",
+                    "Content-Type": "application/json",
+                    CORRELATION_HEADER: str(delivery.correlation_id),
+                    # this call's span when tracing is on, else the context the job was made in
+                    **(call.headers or ({TRACEPARENT: delivery.traceparent} if delivery.traceparent else {})),
+                }
+                if delivery.origin_request_id:
+                    headers[REQUEST_ID_HEADER] = delivery.origin_request_id
+                response = await self._client.post(url, content=body, headers=headers, timeout=timeout)
+                call.set("http.response.status_code", response.status_code)
+                if response.status_code >= 400:
+                    call.failed(f"the partner answered {response.status_code}")
+                return response
 
         try:
             response = await self._authorized(partner, pace, post)
