@@ -148,6 +148,6 @@ def _access_line(scope: Scope, info: RequestInfo, status: int) -> None:
         status=status,
         duration_ms=round((time.perf_counter() - info.started) * 1000, 3),
         request_id=info.request_id,
-        actor=user.sub if isinstance(user, Principal) else None,
+        actor=str(user.sub) if isinstance(user, Principal) else None,
         client_ip=info.client_ip,
     )
