@@ -107,6 +107,12 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
             library.removeHandler(old)
         library.propagate = True
         library.setLevel(logging.NOTSET)
+    # Craig writes its own access line (craig.access: route template, request id, actor), never
+    # uvicorn's (raw path with its query string).
+    uvicorn_access = logging.getLogger("uvicorn.access")
+    uvicorn_access.handlers.clear()
+    uvicorn_access.propagate = False
+    uvicorn_access.disabled = True
     for name in _QUIET_BELOW_DEBUG:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else max(numeric, logging.WARNING))
     logging.captureWarnings(True)
