@@ -37,6 +37,9 @@ from tests.support.tracing import ancestors, memory_spans, named, parent_id
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.rabbit]
 
 TRANSACTIONS = "/v1/exchange/transactions"
+#: The caller's own trace context (W3C): the request's span continues it.
+CALLER_TRACE, CALLER_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+CALLER = f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"
 
 
 @attrs.define
@@ -85,7 +88,7 @@ async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace
             sent = await client.post(
                 TRANSACTIONS,
                 json={"partner_ids": [partner["id"]], "payload": {"case": "c-1"}},
-                headers={**auth(container), "X-Request-ID": "trace-me-1"},
+                headers={**auth(container), "X-Request-ID": "trace-me-1", "traceparent": CALLER},
             )
             assert sent.status_code == 202, sent.text
             [job] = sent.json()["jobs"]
@@ -106,7 +109,8 @@ async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace
     [publish] = named(recorded, f"publish {EXCHANGE_SENT.name}")
     [consume] = named(recorded, f"consume {EXCHANGE_SENT.name}")
     trace_id = request.context.trace_id
-    assert request.parent is None and request.kind is SpanKind.SERVER
+    assert trace_id == int(CALLER_TRACE, 16) and parent_id(request) == int(CALLER_SPAN, 16)
+    assert request.kind is SpanKind.SERVER
     assert request.attributes is not None and request.attributes["http.route"] == TRANSACTIONS
     assert request.attributes["http.response.status_code"] == 202
     for span in (send_job, partner_call, publish, consume):
