@@ -161,11 +161,13 @@ def span(
     kind: SpanKind = SpanKind.INTERNAL,
     parent: str | Mapping[str, Any] | None = None,
     attributes: Mapping[str, str | int | float | bool] | None = None,
+    exception_is_error: bool = True,
 ) -> Iterator[Span]:
     """A span around the block, current inside it (so what it calls is its child). ``parent``: a
     ``traceparent`` (or headers holding one) the span continues instead of the current span; an
-    invalid or missing one falls back to the current span. An exception ends the span as an
-    error and propagates. Without ``opentelemetry-api`` this does nothing at all."""
+    invalid or missing one falls back to the current span. An exception propagates and, unless
+    ``exception_is_error`` is false (an HTTP server span, whose errors are its 5xx answers), ends
+    the span as an error. Without ``opentelemetry-api`` this does nothing at all."""
     if _PROPAGATOR is None:
         yield Span()
         return
@@ -175,7 +177,12 @@ def span(
         context = _PROPAGATOR.extract({TRACEPARENT: str(carried)})
     tracer = trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(
-        name, context=context, kind=getattr(trace.SpanKind, kind.value), attributes=dict(attributes or {})
+        name,
+        context=context,
+        kind=getattr(trace.SpanKind, kind.value),
+        attributes=dict(attributes or {}),
+        record_exception=exception_is_error,
+        set_status_on_exception=exception_is_error,
     ) as current:
         yield Span(current)
 

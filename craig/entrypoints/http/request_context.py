@@ -93,7 +93,13 @@ class RequestContextMiddleware(ASGIMiddleware):
         try:
             with (
                 originating(info.request_id),
-                span(method, kind=SpanKind.SERVER, parent=Headers.from_scope(scope), attributes=attributes) as current,
+                span(
+                    method,
+                    kind=SpanKind.SERVER,
+                    parent=Headers.from_scope(scope),
+                    attributes=attributes,
+                    exception_is_error=False,  # a 4xx problem is no error of the server's
+                ) as current,
             ):
                 status = 500
 
