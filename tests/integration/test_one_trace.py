@@ -31,6 +31,7 @@ from craig.ports.unit_of_work import UnitOfWork
 from tests.support.apps import auth, live_server, make_container, make_settings
 from tests.support.buses import FAST_RETRIES, rabbit_bus
 from tests.support.fake_partner import registration, serving_partner
+from tests.support.logs import craig_logging, json_lines
 from tests.support.services import BrokerNames
 from tests.support.tracing import ancestors, memory_spans, named, parent_id
 
@@ -71,7 +72,9 @@ async def container(
             await made.partner_gateway().aclose()
 
 
-async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace(container: Container) -> None:
+async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace(
+    container: Container, capsys: pytest.CaptureFixture[str]
+) -> None:
     spans = memory_spans()
     probe = Probe()
     subscription = Subscription("trace-probe", (EXCHANGE_SENT.name,), probe)
@@ -95,7 +98,8 @@ async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace
 
         worker = send_job_scheduler(container)  # the send worker delivers the job to the partner
         try:
-            await worker.drain()
+            with craig_logging():
+                await worker.drain()
         finally:
             await worker.aclose()
         assert fake.delivered[job["correlation_id"]] == 1
@@ -136,3 +140,6 @@ async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace
     # The outcome event kept its job's correlation id (the partner's dedupe key).
     [event] = probe.handled
     assert event.correlation_id == job["correlation_id"] and event.traceparent is None
+    # The send worker's line tells the request that made the job.
+    [dispatched] = [line for line in json_lines(capsys.readouterr().err) if line["event"] == "send job dispatched"]
+    assert dispatched["request_id"] == "trace-me-1" and dispatched["job_id"] == job["id"]
