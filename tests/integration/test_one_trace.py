@@ -75,38 +75,38 @@ async def container(
 async def test_a_post_the_partner_call_the_publish_and_the_consume_are_one_trace(
     container: Container, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spans = memory_spans()
-    probe = Probe()
-    subscription = Subscription("trace-probe", (EXCHANGE_SENT.name,), probe)
-    async with (
-        serving_partner() as (fake, partner_base),
-        live_server(create_app(container)) as base,
-        consumers_running(container, subscriptions=[subscription]),
-    ):
-        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-            body: dict[str, Any] = registration(partner_base, "County Health", rate_limit_rpm=6000)
-            admin = auth(container, role=Role.ADMIN)
-            partner = (await client.post("/v1/exchange/partners", json=body, headers=admin)).json()
-            spans.clear()
-            sent = await client.post(
-                TRANSACTIONS,
-                json={"partner_ids": [partner["id"]], "payload": {"case": "c-1"}},
-                headers={**auth(container), "X-Request-ID": "trace-me-1", "traceparent": CALLER},
-            )
-            assert sent.status_code == 202, sent.text
-            [job] = sent.json()["jobs"]
+    with memory_spans() as spans:
+        probe = Probe()
+        subscription = Subscription("trace-probe", (EXCHANGE_SENT.name,), probe)
+        async with (
+            serving_partner() as (fake, partner_base),
+            live_server(create_app(container)) as base,
+            consumers_running(container, subscriptions=[subscription]),
+        ):
+            async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+                body: dict[str, Any] = registration(partner_base, "County Health", rate_limit_rpm=6000)
+                admin = auth(container, role=Role.ADMIN)
+                partner = (await client.post("/v1/exchange/partners", json=body, headers=admin)).json()
+                spans.clear()
+                sent = await client.post(
+                    TRANSACTIONS,
+                    json={"partner_ids": [partner["id"]], "payload": {"case": "c-1"}},
+                    headers={**auth(container), "X-Request-ID": "trace-me-1", "traceparent": CALLER},
+                )
+                assert sent.status_code == 202, sent.text
+                [job] = sent.json()["jobs"]
 
-        worker = send_job_scheduler(container)  # the send worker delivers the job to the partner
-        try:
-            with craig_logging():
-                await worker.drain()
-        finally:
-            await worker.aclose()
-        assert fake.delivered[job["correlation_id"]] == 1
-        assert (await container.outbox_relay().drain_once()).published == 1  # exchange.sent
-        await asyncio.wait_for(probe.arrived.wait(), 30)
+            worker = send_job_scheduler(container)  # the send worker delivers the job to the partner
+            try:
+                with craig_logging():
+                    await worker.drain()
+            finally:
+                await worker.aclose()
+            assert fake.delivered[job["correlation_id"]] == 1
+            assert (await container.outbox_relay().drain_once()).published == 1  # exchange.sent
+            await asyncio.wait_for(probe.arrived.wait(), 30)
 
-    recorded = list(spans.get_finished_spans())
+        recorded = list(spans.get_finished_spans())
     [request] = named(recorded, f"POST {TRANSACTIONS}")
     [send_job] = named(recorded, "send job")
     [partner_call] = named(recorded, "partner POST")

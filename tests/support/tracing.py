@@ -1,27 +1,43 @@
 """Spans recorded in memory: the SDK's tracer provider with an in-memory exporter, installed
-once per test process (OpenTelemetry allows one global provider) and emptied for each test."""
+once per test process (OpenTelemetry allows one global provider). It keeps spans only inside
+:func:`memory_spans`, so later tests in the same process do not pile them up."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-_exporter: InMemorySpanExporter | None = None
+
+class _Recorder(InMemorySpanExporter):
+    armed = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return super().export(spans) if self.armed else SpanExportResult.SUCCESS
 
 
-def memory_spans() -> InMemorySpanExporter:
-    global _exporter
-    if _exporter is None:
-        _exporter = InMemorySpanExporter()
+_recorder: _Recorder | None = None
+
+
+@contextmanager
+def memory_spans() -> Iterator[InMemorySpanExporter]:
+    """The spans that end inside the block (none from before it)."""
+    global _recorder
+    if _recorder is None:
+        _recorder = _Recorder()
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
+        provider.add_span_processor(SimpleSpanProcessor(_recorder))
         trace.set_tracer_provider(provider)
-    _exporter.clear()
-    return _exporter
+    _recorder.clear()
+    _recorder.armed = True
+    try:
+        yield _recorder
+    finally:
+        _recorder.armed = False
 
 
 def named(spans: Iterable[ReadableSpan], name: str) -> list[ReadableSpan]:
