@@ -68,13 +68,19 @@ def renderer(json: bool) -> structlog.types.Processor:
 def formatter(json: bool = True) -> structlog.stdlib.ProcessorFormatter:
     """The formatter of the root handler: every record, structlog's or a library's, one line."""
     return structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*_shared(), structlog.stdlib.ExtraAdder()],
+        foreign_pre_chain=[*_shared(), structlog.stdlib.ExtraAdder(), _drop_color_message],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info if json else _keep_exc_info,
             renderer(json),
         ],
     )
+
+
+def _drop_color_message(_logger: Any, _name: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    """uvicorn adds ``color_message``, the message again with terminal colour codes."""
+    event.pop("color_message", None)
+    return event
 
 
 def _keep_exc_info(_logger: Any, _name: str, event: structlog.types.EventDict) -> structlog.types.EventDict:

@@ -24,7 +24,7 @@ def test_every_logger_renders_one_json_object_a_line_with_the_same_keys(capsys: 
     with craig_logging():
         structlog.get_logger("craig.tests").info("from craig", case_id="c-1")
         for name in LIBRARIES:
-            logging.getLogger(name).warning("from %s", name)
+            logging.getLogger(name).warning("from %s", name, extra={"color_message": "\x1b[36mfrom\x1b[0m %s"})
         try:
             raise ValueError("boom")
         except ValueError:
@@ -39,6 +39,7 @@ def test_every_logger_renders_one_json_object_a_line_with_the_same_keys(capsys: 
         assert stamped.utcoffset() == timedelta(0)
     assert lines[0] == {**lines[0], "event": "from craig", "level": "info", "case_id": "c-1"}
     assert lines[1]["event"] == "from uvicorn.error" and lines[1]["level"] == "warning"
+    assert "\x1b" not in captured.err and "color_message" not in lines[1]
     assert lines[-1]["level"] == "error" and "ValueError: boom" in lines[-1]["exception"]
 
 
