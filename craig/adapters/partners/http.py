@@ -3,10 +3,6 @@
 ``send`` never raises for what a partner answers or for a transport fault: they are the
 :class:`~craig.domain.exchange.DispatchResult` the domain classifies. ``get_json`` raises
 :class:`~craig.ports.exchange.UpstreamError` (seed: ``ApiError::upstream``) instead.
-
-A send's POST carries, besides the job's ``X-Correlation-ID`` (the partner's dedupe key, the
-same on every retry), the ``X-Request-ID`` of the request that made the job and a W3C
-``traceparent``: the POST's own span when tracing is on, else the context the job was made in.
 """
 
 from __future__ import annotations
@@ -149,6 +145,10 @@ class HttpPartnerGateway(PartnerGateway):
         return response
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        """POST the job's payload. Besides the job's ``X-Correlation-ID`` (the partner's dedupe
+        key, the same on every retry), the POST carries the ``X-Request-ID`` of the request that
+        made the job and a W3C ``traceparent``: the POST's own span (``partner POST``) when
+        tracing is on, else the context the job was made in."""
         body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
 
