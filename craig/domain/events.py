@@ -12,6 +12,11 @@ import attrs
 JsonObject = Mapping[str, Any]
 
 
+def _text_or_none(value: object) -> str | None:
+    """A correlation id as text: a request's id (any sane string) or a UUID, kept as given."""
+    return None if value is None or value == "" else str(value)
+
+
 @attrs.frozen(kw_only=True)
 class EventEnvelope:
     """An immutable fact that something happened.
@@ -19,6 +24,12 @@ class EventEnvelope:
     ``id`` is a UUIDv7 made by the caller, so ids sort by creation time. ``type`` doubles as
     the routing key (``cases.contact_attachment_uploaded``). Events of one ``aggregate_id``
     are published in the order they were staged.
+
+    ``correlation_id`` ties the event to what started it: the ``X-Request-ID`` of the request
+    that staged it (or of the request that started the work staging it), or, for an exchange
+    outcome, the send job's own correlation id. ``traceparent`` is the W3C trace context of the
+    code that staged it; it is kept with the staged event so the relay's publish continues that
+    trace, and travels in the message's headers, not in its body (see :meth:`to_message`).
     """
 
     id: UUID
@@ -28,8 +39,9 @@ class EventEnvelope:
     payload: JsonObject
     aggregate_type: str
     aggregate_id: str
-    correlation_id: UUID | None = None
+    correlation_id: str | None = attrs.field(default=None, converter=_text_or_none)
     causation_id: UUID | None = None
+    traceparent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,9 +52,17 @@ class EventEnvelope:
             "payload": dict(self.payload),
             "aggregate_type": self.aggregate_type,
             "aggregate_id": self.aggregate_id,
-            "correlation_id": str(self.correlation_id) if self.correlation_id else None,
+            "correlation_id": self.correlation_id,
             "causation_id": str(self.causation_id) if self.causation_id else None,
+            **({"traceparent": self.traceparent} if self.traceparent else {}),
         }
+
+    def to_message(self) -> dict[str, Any]:
+        """The message body consumers read: :meth:`to_json` without the trace context, which
+        the message's headers carry (the publisher's span, not the stager's)."""
+        body = self.to_json()
+        body.pop("traceparent", None)
+        return body
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EventEnvelope:
@@ -60,6 +80,7 @@ class EventEnvelope:
             payload=dict(payload),
             aggregate_type=str(data["aggregate_type"]),
             aggregate_id=str(data["aggregate_id"]),
-            correlation_id=UUID(str(correlation)) if correlation else None,
+            correlation_id=str(correlation) if correlation else None,
             causation_id=UUID(str(causation)) if causation else None,
+            traceparent=str(data["traceparent"]) if data.get("traceparent") else None,
         )

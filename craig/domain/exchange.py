@@ -77,6 +77,11 @@ class SendJob:
     #: Fencing token: +1 on every claim and every operator's retry, never reset, so a worker
     #: whose lease was taken over (or whose job was retried since) cannot record its outcome.
     lease_token: int = 0
+    #: The ``X-Request-ID`` of the request that made the job (sent to the partner as
+    #: ``X-Request-ID``); not ``correlation_id``, which is the job's own, per job.
+    origin_request_id: str | None = None
+    #: The W3C trace context the job was made in (sent to the partner as ``traceparent``).
+    traceparent: str | None = None
 
 
 Schedule = Sequence[timedelta]

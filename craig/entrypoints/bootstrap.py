@@ -10,6 +10,7 @@ from craig.entrypoints.container import Container, build_container, complete_set
 from craig.entrypoints.logging import configure_logging
 from craig.entrypoints.secrets import DEV_SECRET_FILES, dev_secret_path
 from craig.entrypoints.settings import Loaded, Needs, Settings, Source, read_environment, settable, validate
+from craig.entrypoints.tracing import configure_tracing
 
 
 def prepare(environ: Mapping[str, str] | None = None, needs: Needs = Needs.ALL) -> Loaded:
@@ -17,7 +18,8 @@ def prepare(environ: Mapping[str, str] | None = None, needs: Needs = Needs.ALL) 
     memory and embedded), validated for what ``needs`` names, and where each came from."""
     loaded = read_environment(environ)
     validate(loaded.settings, needs)
-    configure_logging(loaded.settings.log_level, loaded.settings.log_json)
+    configure_logging(loaded.settings.log_level, loaded.settings.logs_as_json)
+    configure_tracing(environ)
     settings = complete_settings(loaded.settings)
     validate(settings, needs)
     known = settable()

@@ -1,37 +1,124 @@
-"""Structured logs (structlog): JSON lines in production, readable lines on a console."""
+"""One log pipeline for every logger: JSON lines in production, readable lines on a console.
+
+Craig logs through structlog; uvicorn, SQLAlchemy, FastStream, asyncio and every other library
+log through the standard ``logging`` module. Both end in ONE handler on the root logger whose
+:class:`structlog.stdlib.ProcessorFormatter` renders each record as one line with the same keys:
+
+* ``timestamp``: ISO 8601, UTC;
+* ``level``: ``debug``, ``info``, ``warning``, ``error`` or ``critical``;
+* ``logger``: the logger's name (``craig.entrypoints.cli.serve``, ``uvicorn.error``, ...);
+* ``event``: the message;
+* and whatever the line binds: ``request_id`` for every line written while a request (or an
+  event or a send job it started) is handled, the access line's fields, ``exception``.
+
+The format is JSON unless ``CRAIG_LOG_FORMAT=console`` (or the older ``CRAIG_LOG_JSON=false``).
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
 
+#: Libraries that install handlers of their own (and stop propagating) when imported or first
+#: used; their records are sent back to the root handler instead.
+_OWN_HANDLERS = ("faststream", "faststream.access", "faststream.access.rabbit", "uvicorn", "uvicorn.error")
+#: Libraries that are chatty at INFO: they log at WARNING and above unless Craig logs at DEBUG.
+_QUIET_BELOW_DEBUG = ("sqlalchemy", "aio_pika", "aiormq", "faststream", "httpx", "httpcore", "asyncio", "alembic")
 
-def _stderr_logger(*_args: object) -> structlog.PrintLogger:
-    """A logger on whatever ``sys.stderr`` is *now* (not when logging was configured): test
+
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler on whatever ``sys.stderr`` is *now* (not when logging was configured): test
     runners and daemons swap it, and a closed stream must never turn a request into a 500."""
-    return structlog.PrintLogger(file=sys.stderr)
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass  # a broken stream loses the line, never the request
+
+
+def _shared() -> list[structlog.types.Processor]:
+    """What every line gets, whether it came through structlog or the standard library."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
+        structlog.processors.StackInfoRenderer(),
+    ]
+
+
+def renderer(json: bool) -> structlog.types.Processor:
+    if json:
+        return structlog.processors.JSONRenderer()
+    return structlog.dev.ConsoleRenderer(colors=False)
+
+
+def formatter(json: bool = True) -> structlog.stdlib.ProcessorFormatter:
+    """The formatter of the root handler: every record, structlog's or a library's, one line."""
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*_shared(), structlog.stdlib.ExtraAdder(), _drop_color_message],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info if json else _keep_exc_info,
+            renderer(json),
+        ],
+    )
+
+
+def _drop_color_message(_logger: Any, _name: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    """uvicorn adds ``color_message``, the message again with terminal colour codes."""
+    event.pop("color_message", None)
+    return event
+
+
+def _keep_exc_info(_logger: Any, _name: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    """The console renderer prints the traceback itself."""
+    return event
 
 
 def configure_logging(level: str = "INFO", json: bool = True) -> None:
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
-    processors: list[structlog.types.Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.StackInfoRenderer(),
-        structlog.processors.format_exc_info,
-    ]
-    renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    )
     structlog.configure(
-        processors=[*processors, renderer],
+        processors=[
+            *_shared(),
+            structlog.processors.format_exc_info if json else _keep_exc_info,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=_stderr_logger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(
-        level=max(numeric, logging.WARNING), stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
-    )
+    handler = _CurrentStderr()
+    handler.setFormatter(formatter(json))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    for name in _OWN_HANDLERS:
+        library = logging.getLogger(name)
+        for old in list(library.handlers):
+            library.removeHandler(old)
+        library.propagate = True
+        library.setLevel(logging.NOTSET)
+    # Craig writes its own access line (craig.access: route template, request id, actor), never
+    # uvicorn's (raw path with its query string).
+    uvicorn_access = logging.getLogger("uvicorn.access")
+    uvicorn_access.handlers.clear()
+    uvicorn_access.propagate = False
+    uvicorn_access.disabled = True
+    for name in _QUIET_BELOW_DEBUG:
+        logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else max(numeric, logging.WARNING))
+    logging.captureWarnings(True)

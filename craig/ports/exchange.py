@@ -228,10 +228,15 @@ class SendJobQueue(Protocol):
 
 @attrs.frozen
 class Delivery:
-    """One POST of a job's payload; ``correlation_id`` is the same on every retry."""
+    """One POST of a job's payload; ``correlation_id`` is the same on every retry.
+
+    ``origin_request_id`` (sent as ``X-Request-ID``) and ``traceparent`` (W3C) tie the POST to
+    the request that made the job; the partner needs neither."""
 
     correlation_id: UUID
     payload: Mapping[str, Any]
+    origin_request_id: str | None = None
+    traceparent: str | None = None
 
 
 #: Awaited before every request to the partner's API: waits for a rate-limit slot, or raises.

@@ -8,8 +8,10 @@ import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import attrs
 import pytest
 
+from craig.adapters.telemetry import originating
 from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
@@ -273,3 +275,26 @@ async def test_several_relays_with_failing_publishes_keep_order_per_aggregate(ba
             seen.add(envelope.id)
             first_seen.setdefault(envelope.aggregate_id, []).append(envelope.payload["n"])
     assert first_seen == {aggregate: list(range(40)) for aggregate in aggregates}
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+async def test_events_staged_for_a_request_carry_its_id_and_trace_context(backend: Backend) -> None:
+    own = event("own")  # an event with a correlation id of its own keeps it
+    bare = [attrs.evolve(event(f"bare-{n}"), correlation_id=None) for n in range(3)]
+    traced = attrs.evolve(event("traced"), correlation_id=None, traceparent=TRACEPARENT)
+    with originating("req-42"):
+        await stage(backend, own, bare[0], traced)
+        uow = backend.uow()
+        async with uow:
+            await uow.outbox.stage_many(bare[1:])
+            await uow.commit()
+    await stage(backend, attrs.evolve(event("outside"), correlation_id=None))
+    async with backend.outbox.claim_batch(10) as batch:
+        claimed = {r.envelope.aggregate_id: r.envelope for r in batch.events}
+    assert claimed["own"].correlation_id == own.correlation_id
+    assert [claimed[f"bare-{n}"].correlation_id for n in range(3)] == ["req-42"] * 3
+    assert claimed["traced"].correlation_id == "req-42" and claimed["traced"].traceparent == TRACEPARENT
+    assert claimed["outside"].correlation_id is None
+    assert "traceparent" not in claimed["traced"].to_message()

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from craig.adapters.telemetry import originating
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import (
     LEASE_EXPIRED_ERROR,
@@ -223,3 +224,15 @@ async def test_an_operators_retry_fences_off_the_late_outcome_of_an_earlier_atte
     [again] = await claim(backend)  # still due now (not pushed back an hour), for the new attempt
     assert again.id == job.id and again.attempts == 1
     assert (await record(backend, [(again, SENT)]))[0].status is JobStatus.SENT
+
+
+async def test_a_job_made_for_a_request_keeps_its_id_and_trace_context(backend: Backend) -> None:
+    partner = await add_partner(backend)
+    with originating("req-7"):
+        _, [made] = await add_transaction(backend, [partner.id])
+    _, [outside] = await add_transaction(backend, [partner.id])
+    stored, other = await get(backend, made), await get(backend, outside)
+    assert stored.origin_request_id == "req-7" and stored.correlation_id == made.correlation_id
+    assert other.origin_request_id is None and other.traceparent is None
+    [claimed_first, claimed_second] = sorted(await claim(backend), key=lambda j: j.id == outside.id)
+    assert claimed_first.origin_request_id == "req-7" and claimed_second.origin_request_id is None

@@ -54,6 +54,20 @@ def test_0010_notifies_send_job_workers_on_insert_and_downgrades_cleanly(pg_serv
         assert [r["tgname"] for r in fetch(url, triggers)] == ["exchange_send_jobs_notify"]
 
 
+def test_0019_adds_the_send_jobs_origin_columns_and_drops_them_on_downgrade(pg_server_url: str) -> None:
+    columns = (
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'exchange_send_jobs' "
+        "AND column_name IN ('origin_request_id', 'traceparent') ORDER BY column_name"
+    )
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0019")
+        assert [r["column_name"] for r in fetch(url, columns)] == ["origin_request_id", "traceparent"]
+        migrations.downgrade(url, "0018")
+        assert fetch(url, columns) == []
+        migrations.upgrade(url, "0019")
+        assert len(fetch(url, columns)) == 2
+
+
 def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url: str) -> None:
     indexes = (
         "SELECT indexname FROM pg_indexes WHERE indexname IN "
@@ -167,7 +181,7 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0018"
+        assert migrations.head_revision() == "0019"
 
 
 def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:

@@ -62,6 +62,7 @@ class FakePartner:
     delivered: Counter[str] = attrs.field(factory=Counter)  # 2xx answers per correlation id
     arrivals: list[float] = attrs.field(factory=list)  # monotonic arrival time of every POST
     bodies: list[bytes] = attrs.field(factory=list)  # the body of every POST
+    headers: list[dict[str, str]] = attrs.field(factory=list)  # the headers of every POST
     unauthorized: int = 0
     _counter: Any = attrs.field(factory=itertools.count)
 
@@ -101,6 +102,7 @@ class FakePartner:
         self.arrivals.append(arrived)
         correlation = request.headers.get("x-correlation-id", "")
         self.bodies.append(await request.body())
+        self.headers.append(dict(request.headers))
         token = self._valid(request)
         status = 201
         headers: dict[str, str] = {}

@@ -119,7 +119,7 @@ async def test_a_2xx_is_sent_with_its_event_and_nothing_is_written_until_recorde
     event = dispatched.outcome.event
     assert event is not None and event.type == EXCHANGE_SENT.name and event.aggregate_id == str(claim.job.id)
     assert event.payload["status"] == "sent" and event.payload["last_error"] is None
-    assert event.correlation_id == claim.job.correlation_id
+    assert event.correlation_id == str(claim.job.correlation_id)
     [(partner, delivery)] = gateway.deliveries
     assert partner == claim.partner
     assert delivery == Delivery(claim.job.correlation_id, {"case": "c-7"})

@@ -22,6 +22,7 @@ from uuid import UUID
 
 import structlog
 
+from craig.adapters.telemetry import SpanKind, originating, sane_request_id, span
 from craig.domain.constants import (
     INPROCESS_BUS_BATCH_SIZE,
     INPROCESS_BUS_LEASE,
@@ -103,7 +104,7 @@ class InProcessBus(EventBus):
                 records = await self.inbox.claim_due([consumer], self.batch_size, self.lease)
                 for record in records:
                     if record.envelope is not None:
-                        await delivery(record.envelope, record.queue or queue_name(consumer))
+                        await _delivered(delivery, record.envelope, record.queue or queue_name(consumer))
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the lease brings the rows back; keep consuming
@@ -178,3 +179,13 @@ class InboxUnroutedEvents(UnroutedEvents):
 
     async def count(self) -> int:
         return await self.inbox.waiting(UNROUTED)
+
+
+async def _delivered(delivery: Delivery, envelope: EventEnvelope, queue: str) -> None:
+    """As the RabbitMQ bus delivers: bound to the event's correlation id, in a ``consume`` span
+    that continues the trace the event was staged in (no broker hop, so no publish span)."""
+    with (
+        originating(sane_request_id(envelope.correlation_id)),
+        span(f"consume {envelope.type}", kind=SpanKind.CONSUMER, parent=envelope.traceparent),
+    ):
+        await delivery(envelope, queue)

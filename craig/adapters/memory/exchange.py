@@ -25,6 +25,7 @@ from craig.adapters.sealed_fields import (
     unseal_json,
 )
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake
+from craig.adapters.telemetry import job_origin
 from craig.domain import exchange as model
 from craig.domain import partner_rate_limit as gcra
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -184,7 +185,8 @@ class MemorySendJobRepository(SendJobRepository):
         now = tx.db.now()
         for job in jobs:
             payload = seal_json(self.session.cipher, SEND_JOB_PAYLOAD, job.id, job.payload)
-            tx.put(JOBS, job.id, JobRow(attrs.evolve(job, payload={}, next_attempt_at=now, created_at=now), payload))
+            stored = attrs.evolve(job_origin(job), payload={}, next_attempt_at=now, created_at=now)
+            tx.put(JOBS, job.id, JobRow(stored, payload))
         if jobs:
             tx.after_commit(lambda: tx.db.notifier.notify(SEND_JOBS_CHANNEL))
 

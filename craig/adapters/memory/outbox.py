@@ -11,6 +11,7 @@ import attrs
 
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.session import MemorySession
+from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -47,6 +48,7 @@ class MemoryOutboxWriter(OutboxWriter):
         self.session = session
 
     async def stage(self, envelope: EventEnvelope) -> None:
+        envelope = stamped(envelope)  # the request's id and trace context (craig.adapters.telemetry)
         tx = await self.session.tx()
         now = tx.db.now()
         row = OutboxRow(

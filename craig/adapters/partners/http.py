@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from craig.adapters.partners.tokens import TokenCache, TokenGrant, TokenUnavailable
+from craig.adapters.telemetry import TRACEPARENT, SpanKind, span
 from craig.domain.constants import (
     PARTNER_ERROR_DETAIL_MAX_CHARS,
     PARTNER_POOL_WAIT,
@@ -29,6 +30,8 @@ from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
 
 CORRELATION_HEADER = "X-Correlation-ID"
+#: The request that made the job (not the job's own id, which is ``X-Correlation-ID``).
+REQUEST_ID_HEADER = "X-Request-ID"
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
@@ -142,16 +145,30 @@ class HttpPartnerGateway(PartnerGateway):
         return response
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        """POST the job's payload. Besides the job's ``X-Correlation-ID`` (the partner's dedupe
+        key, the same on every retry), the POST carries the ``X-Request-ID`` of the request that
+        made the job and a W3C ``traceparent``: the POST's own span (``partner POST``) when
+        tracing is on, else the context the job was made in."""
         body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
 
-        def post(token: str, timeout: httpx.Timeout) -> Any:
-            headers = {
-                "Authorization": f"Bearer {token}",
-                "Content-Type": "application/json",
-                CORRELATION_HEADER: str(delivery.correlation_id),
-            }
-            return self._client.post(url, content=body, headers=headers, timeout=timeout)
+        async def post(token: str, timeout: httpx.Timeout) -> httpx.Response:
+            attributes = {"http.request.method": "POST", "url.full": url, "craig.partner.id": str(partner.id)}
+            with span("partner POST", kind=SpanKind.CLIENT, attributes=attributes) as call:
+                headers = {
+                    "Authorization": f"Bearer {token}",
+                    "Content-Type": "application/json",
+                    CORRELATION_HEADER: str(delivery.correlation_id),
+                    # this call's span when tracing is on, else the context the job was made in
+                    **(call.headers or ({TRACEPARENT: delivery.traceparent} if delivery.traceparent else {})),
+                }
+                if delivery.origin_request_id:
+                    headers[REQUEST_ID_HEADER] = delivery.origin_request_id
+                response = await self._client.post(url, content=body, headers=headers, timeout=timeout)
+                call.set("http.response.status_code", response.status_code)
+                if response.status_code >= 400:
+                    call.failed(f"the partner answered {response.status_code}")
+                return response
 
         try:
             response = await self._authorized(partner, pace, post)

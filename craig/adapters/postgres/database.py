@@ -13,6 +13,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from craig.adapters.postgres.errors import db_errors
+from craig.adapters.telemetry import child_span_around
 from craig.domain.constants import (
     DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
     DATABASE_POOL_RECYCLE,
@@ -77,8 +78,9 @@ class PostgresDatabase:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """A standalone transaction: COMMIT on normal exit, ROLLBACK on error."""
-        async with db_errors(), self.engine.begin() as conn:
-            yield conn
+        with child_span_around("db transaction", attributes={"db.system.name": "postgresql"}):
+            async with db_errors(), self.engine.begin() as conn:
+                yield conn
 
     async def connect_raw(self, **settings: str) -> asyncpg.Connection:
         """A new asyncpg connection outside the pool, with the pool's settings plus ``settings``

@@ -37,6 +37,7 @@ from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks, stage_params
 from craig.adapters.postgres.session import PostgresSession
+from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -183,6 +184,7 @@ class PostgresOutboxWriter(OutboxWriter):
         self.session = session
 
     async def stage(self, envelope: EventEnvelope) -> None:
+        envelope = stamped(envelope)  # the request's id and trace context (craig.adapters.telemetry)
         async with db_errors():
             await self.session.execute(
                 _STAGE,

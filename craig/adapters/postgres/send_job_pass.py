@@ -30,6 +30,7 @@ import msgspec
 
 from craig.adapters.postgres.raw import RawStatement
 from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, unseal_json
+from craig.adapters.telemetry import stamped
 from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM, SEND_JOB_ERROR_MAX_CHARS
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -38,7 +39,7 @@ from craig.ports.exchange import JobOutcome
 
 # --- a job's columns -------------------------------------------------------------------------
 COLUMNS = """id, transaction_id, partner_id, correlation_id, payload, status, attempts, last_error,
-    next_attempt_at, created_at, completed_at, lease_expires_at, lease_token"""
+    next_attempt_at, created_at, completed_at, lease_expires_at, lease_token, origin_request_id, traceparent"""
 RETURNING = ", ".join(f"j.{c.strip()}" for c in COLUMNS.split(","))
 
 
@@ -59,6 +60,8 @@ def job_from_row(row: Mapping[Any, Any], cipher: FieldCipher) -> SendJob:
         completed_at=row["completed_at"],
         lease_expires_at=row["lease_expires_at"],
         lease_token=row["lease_token"],
+        origin_request_id=row["origin_request_id"],
+        traceparent=row["traceparent"],
     )
 
 
@@ -121,7 +124,9 @@ def aggregate_locks(aggregates: str) -> str:
 def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
     """The array parameters of a multi-event INSERT into ``event_outbox`` (the pass's and the
     outbox writer's); ``as_text`` gives the envelopes as JSON text, for statements that bypass
-    SQLAlchemy's JSONB."""
+    SQLAlchemy's JSONB. Each envelope is stamped with the request's id and trace context
+    (:func:`craig.adapters.telemetry.stamped`), as every outbox writer does."""
+    envelopes = [stamped(e) for e in envelopes]
     return {
         "event_ids": [e.id for e in envelopes],
         "envelopes": [_JSON.encode(e.to_json()).decode() if as_text else e.to_json() for e in envelopes],

@@ -34,6 +34,7 @@ from craig.adapters.postgres.send_job_pass import (
 )
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json
+from craig.adapters.telemetry import job_origin
 from craig.domain import exchange as model
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -44,11 +45,13 @@ UUIDS = ARRAY(PG_UUID(as_uuid=True))
 
 #: Shared with the benchmark's one-statement producer (``bench/send_jobs.py``).
 ADD = """
-    INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload)
-    SELECT u.id, u.transaction_id, u.partner_id, u.correlation_id, u.payload
+    INSERT INTO exchange_send_jobs (id, transaction_id, partner_id, correlation_id, payload, origin_request_id,
+                                    traceparent)
+    SELECT u.id, u.transaction_id, u.partner_id, u.correlation_id, u.payload, u.origin_request_id, u.traceparent
       FROM unnest(CAST(:ids AS uuid[]), CAST(:transaction_ids AS uuid[]), CAST(:partner_ids AS uuid[]),
-                  CAST(:correlation_ids AS uuid[]), CAST(:payloads AS text[]))
-        AS u(id, transaction_id, partner_id, correlation_id, payload)
+                  CAST(:correlation_ids AS uuid[]), CAST(:payloads AS text[]), CAST(:origin_request_ids AS text[]),
+                  CAST(:traceparents AS text[]))
+        AS u(id, transaction_id, partner_id, correlation_id, payload, origin_request_id, traceparent)
     """
 _ADD = text(ADD).bindparams(
     bindparam("ids", type_=UUIDS),
@@ -56,6 +59,8 @@ _ADD = text(ADD).bindparams(
     bindparam("partner_ids", type_=UUIDS),
     bindparam("correlation_ids", type_=UUIDS),
     bindparam("payloads", type_=ARRAY(TEXT)),
+    bindparam("origin_request_ids", type_=ARRAY(TEXT)),
+    bindparam("traceparents", type_=ARRAY(TEXT)),
 )
 _GET = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE id = :id")
 _FOR_TRANSACTION = text(f"SELECT {COLUMNS} FROM exchange_send_jobs WHERE transaction_id = :id ORDER BY created_at, id")
@@ -125,13 +130,17 @@ _HISTORY_COUNTS = {
 
 
 def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, list[Any]]:
-    """The array parameters of :data:`ADD`, each payload encrypted for its job's row."""
+    """The array parameters of :data:`ADD`, each payload encrypted for its job's row, each job
+    stamped with the request's id and trace context (:func:`craig.adapters.telemetry.job_origin`)."""
+    origins = [job_origin(j) for j in jobs]
     return {
         "ids": [j.id for j in jobs],
         "transaction_ids": [j.transaction_id for j in jobs],
         "partner_ids": [j.partner_id for j in jobs],
         "correlation_ids": [j.correlation_id for j in jobs],
         "payloads": [seal_json(cipher, SEND_JOB_PAYLOAD, j.id, j.payload) for j in jobs],
+        "origin_request_ids": [o.origin_request_id for o in origins],
+        "traceparents": [o.traceparent for o in origins],
     }
 
 

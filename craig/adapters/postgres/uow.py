@@ -26,9 +26,12 @@ from craig.adapters.postgres.placements import PostgresFosterHomeRepository, Pos
 from craig.adapters.postgres.rules import PostgresRuleSetRepository
 from craig.adapters.postgres.send_jobs import PostgresSendJobRepository
 from craig.adapters.postgres.session import PostgresSession
+from craig.adapters.telemetry import Span, child_span
 from craig.adapters.transaction import TransactionalUnitOfWork
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
+
+_DB = {"db.system.name": "postgresql"}
 
 
 class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
@@ -36,6 +39,8 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
         super().__init__()
         self.database = database
         self.session = PostgresSession(cipher, self.autobegin)
+        #: The open transaction's span (tracing on, within a trace): from BEGIN to COMMIT/ROLLBACK.
+        self._transaction_span = Span()
 
     # --- repositories, built when first used ----------------------------------------------
     @cached_property
@@ -108,19 +113,26 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
                 await conn.close()
                 raise
         self.session.current = conn
+        self._transaction_span = child_span("db transaction", attributes=_DB)
 
     async def _finish(self, commit: bool) -> None:
         conn: AsyncConnection | None = self.session.current
         self.session.current = None
         if conn is None:
             return
+        traced, self._transaction_span = self._transaction_span, Span()
+        traced.set("craig.db.outcome", "commit" if commit else "rollback")
         try:
             async with db_errors():
                 if commit:
                     await conn.commit()
                 else:
                     await conn.rollback()
+        except BaseException as error:
+            traced.failed(error)
+            raise
         finally:
+            traced.end()
             await conn.close()
 
     async def _commit(self) -> None:

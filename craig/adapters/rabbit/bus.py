@@ -49,6 +49,7 @@ from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
+from craig.adapters.telemetry import TRACEPARENT, SpanKind, originating, sane_request_id, span
 from craig.domain.constants import (
     BUS_SETTLE_BACKOFF_BASE,
     BUS_SETTLE_BACKOFF_CAP,
@@ -102,6 +103,9 @@ class RabbitEventBus(EventBus):
         self.broker = RabbitBroker(
             url,
             log_level=logging.DEBUG,
+            # A logger of our own: FastStream's default one gets a handler of its own (on stdout)
+            # and stops propagating; this one goes through the root handler, as JSON.
+            logger=logging.getLogger("faststream.access.rabbit"),
             default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
             graceful_timeout=RABBIT_GRACEFUL_STOP_TIMEOUT.total_seconds(),
             on_reconnected=[self._reconnected],
@@ -240,10 +244,22 @@ class RabbitEventBus(EventBus):
 
     # --- publishing -------------------------------------------------------------------------
     async def publish(self, envelope: EventEnvelope) -> None:
+        """Publish in a ``publish`` span that continues the trace the event was staged in; the
+        message's ``traceparent`` header is that span's (or, with tracing off, the stager's)."""
+        with span(
+            f"publish {envelope.type}",
+            kind=SpanKind.PRODUCER,
+            parent=envelope.traceparent,
+            attributes=_message_attributes(envelope, self.events.name),
+        ) as current:
+            await self._publish(envelope, current.headers)
+
+    async def _publish(self, envelope: EventEnvelope, trace_headers: dict[str, str]) -> None:
         headers = {"x-event-type": envelope.type, "x-source": envelope.source}
         if envelope.correlation_id:
             headers["x-correlation-id"] = str(envelope.correlation_id)
-        body = json.dumps(envelope.to_json()).encode()
+        headers.update(trace_headers or ({TRACEPARENT: envelope.traceparent} if envelope.traceparent else {}))
+        body = json.dumps(envelope.to_message()).encode()
         correlation_id = str(envelope.correlation_id) if envelope.correlation_id else None
         try:
             await self._send(
@@ -313,7 +329,7 @@ class RabbitEventBus(EventBus):
                 outcome: DeliveryOutcome = SendToDeadLetters(0, f"unparseable message: {error}", None)
             else:
                 try:
-                    outcome = await delivery(envelope, queue)
+                    outcome = await self._deliver(delivery, envelope, queue, headers)
                 except Exception as error:  # the inbox itself failed (database down)
                     log.warning("delivery failed before the inbox recorded it", queue=queue, error=str(error))
                     outcome = RedeliverLater(
@@ -328,6 +344,23 @@ class RabbitEventBus(EventBus):
             await message.ack()
 
         return handle
+
+    async def _deliver(
+        self, delivery: Delivery, envelope: EventEnvelope, queue: str, headers: dict[str, Any]
+    ) -> DeliveryOutcome:
+        """Deliver in a ``consume`` span, child of the publisher's (the ``traceparent`` header),
+        bound to the event's ``correlation_id``: the handler's log lines carry it as
+        ``request_id``, and what the handler stages carries it on."""
+        attributes = {**_message_attributes(envelope, queue), "messaging.consumer.group.name": queue}
+        with (
+            originating(sane_request_id(envelope.correlation_id)),
+            span(f"consume {envelope.type}", kind=SpanKind.CONSUMER, parent=headers, attributes=attributes) as current,
+        ):
+            outcome = await delivery(envelope, queue)
+            current.set("craig.delivery.outcome", type(outcome).__name__)
+            if isinstance(outcome, SendToDeadLetters):
+                current.failed(outcome.error[:RABBIT_HEADER_ERROR_MAX_CHARS])
+            return outcome
 
     async def _requeue_after_pause(self, queue: str, message: RabbitMessage, error: Exception) -> None:
         failures = self._settle_failures.get(queue, 0) + 1
@@ -378,6 +411,15 @@ class RabbitEventBus(EventBus):
             last_error=outcome.error,
             first_failed_at=outcome.first_failed_at,
         )
+
+
+def _message_attributes(envelope: EventEnvelope, destination: str) -> dict[str, str | int | float | bool]:
+    return {
+        "messaging.system": "rabbitmq",
+        "messaging.destination.name": destination,
+        "messaging.rabbitmq.destination.routing_key": envelope.type,
+        "messaging.message.id": str(envelope.id),
+    }
 
 
 def _forwarded(headers: dict[str, Any]) -> dict[str, Any]:

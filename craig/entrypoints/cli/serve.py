@@ -69,7 +69,9 @@ def serve(host: str | None, port: int | None) -> int:
     # reached is refused in one line (exit 2) rather than as uvicorn's lifespan traceback.
     app = create_app(container, lifespans=lifespans, manage_runtime=False)
     # proxy_headers=False: X-Forwarded-For is honoured only from CRAIG_HTTP__TRUSTED_PROXIES,
-    # never by uvicorn's own default of trusting 127.0.0.1.
+    # never by uvicorn's own default of trusting 127.0.0.1. log_config=None: uvicorn installs no
+    # handlers of its own, its records go through Craig's one pipeline (craig.entrypoints.logging);
+    # access_log=False: Craig writes its own access line (craig.access), by route template.
     config = uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
     )

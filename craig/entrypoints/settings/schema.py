@@ -63,6 +63,15 @@ class Profile(enum.StrEnum):
     PRODUCTION = "production"
 
 
+class LogFormat(enum.StrEnum):
+    JSON = "json"
+    CONSOLE = "console"
+
+
+def _log_format(value: LogFormat | str | None) -> LogFormat | None:
+    return None if value is None or value == "" else LogFormat(value)
+
+
 class EncryptionMode(enum.StrEnum):
     REQUIRED = "required"
     OPTIONAL = "optional"
@@ -256,7 +265,12 @@ class Settings:
     profile: Profile = _help("memory, embedded or production.", Profile.EMBEDDED, converter=Profile)
     data_dir: Path = _help("Where the embedded profile keeps everything.", Path(".craig"), converter=Path)
     log_level: str = _help("Log level.", "INFO")
-    log_json: bool = _help("JSON logs (true) or console logs (false).", True)
+    log_json: bool = _help("JSON logs (true) or console logs (false); CRAIG_LOG_FORMAT wins when set.", True)
+    log_format: LogFormat | None = _help(
+        "json (one JSON object a line) or console (readable lines); default: json unless CRAIG_LOG_JSON=false.",
+        None,
+        converter=_log_format,
+    )
     instance_id: str = _help("This process's id in events; default: random.", "")
     encryption_mode: EncryptionMode = _help(
         "required: refuse to start without a key; optional: plaintext when no key.",
@@ -281,6 +295,12 @@ class Settings:
     screening: ScreeningSettings = attrs.field(factory=ScreeningSettings)
     workers: WorkerSettings = attrs.field(factory=WorkerSettings)
     audit: AuditSettings = attrs.field(factory=AuditSettings)
+
+    @property
+    def logs_as_json(self) -> bool:
+        if self.log_format is not None:
+            return self.log_format is LogFormat.JSON
+        return self.log_json
 
     @property
     def run_workers_in_process(self) -> bool:

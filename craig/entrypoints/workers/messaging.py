@@ -43,6 +43,14 @@ def delivery_for(container: Container, subscription: Subscription) -> Delivery:
             container.uow(), envelope, subscription.handler, consumer, queue, policy=policy
         )
         result: DeliveryOutcome
+        # The bus binds the event's correlation id (the request that staged it) as request_id.
+        log.info(
+            "event handled",
+            consumer=consumer,
+            event_id=str(envelope.id),
+            event_type=envelope.type,
+            outcome=type(outcome).__name__,
+        )
         if isinstance(outcome, (Processed, AlreadyHandled)):
             result = Acknowledge()
         elif isinstance(outcome, Retry):

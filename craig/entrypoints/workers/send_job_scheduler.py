@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import attrs
 import structlog
 
+from craig.adapters.telemetry import originating, span
 from craig.domain.constants import (
     SEND_BUSY_RETRY_DELAY,
     SEND_DEADLINE_CHECK_INTERVAL,
@@ -244,7 +245,25 @@ class SendJobScheduler:
     async def dispatch(self, claim: Claim, claimed_at: float) -> str:
         """Dispatch one claimed job under its deadline, then queue its outcome for recording or
         give it back; returns the outcome's name. ``claimed_at`` (monotonic) is when the claim's
-        lease and rate-limit slot started."""
+        lease and rate-limit slot started.
+
+        The dispatch runs bound to the request that made the job (its log lines carry that
+        ``request_id``) in a ``send job`` span that continues the job's trace context."""
+        job = claim.job
+        attributes: dict[str, str | int | float | bool] = {
+            "craig.send_job.id": str(job.id),
+            "craig.send_job.attempt": job.attempts,
+        }
+        with (
+            originating(job.origin_request_id),
+            span("send job", parent=job.traceparent, attributes=attributes) as current,
+        ):
+            name = await self._dispatch_in_time(claim, claimed_at)
+            current.set("craig.send_job.outcome", name)
+            log.info("send job dispatched", job_id=str(job.id), attempt=job.attempts, outcome=name)
+            return name
+
+    async def _dispatch_in_time(self, claim: Claim, claimed_at: float) -> str:
         # Finish well inside the lease, so no other worker takes the job over while it is sent.
         deadline = claimed_at + self._deadline
         too_late = deadline - time.monotonic() < self._deadline / 2  # waited too long in the ready queue

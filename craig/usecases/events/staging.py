@@ -3,6 +3,11 @@
 An event is made from its entry in the catalogue (:mod:`craig.domain.event_catalogue`), which
 gives it its type, source and aggregate type; the use case gives the aggregate's id and the
 payload the catalogue lists.
+
+Use cases leave ``correlation_id`` empty (unless the event has an id of its own to carry, as an
+exchange outcome carries its job's): the outbox writer stamps it with the ``X-Request-ID`` of the
+request being handled, and the event with the current trace context, when it stores the event
+(:mod:`craig.adapters.telemetry` says why the adapter, at staging time, is the seam).
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ def new_event(
     aggregate_id: UUID | str,
     payload: Mapping[str, Any],
     now: datetime,
-    correlation_id: UUID | None = None,
+    correlation_id: UUID | str | None = None,
     causation_id: UUID | None = None,
+    traceparent: str | None = None,
 ) -> EventEnvelope:
     return EventEnvelope(
         id=new_id(),
@@ -37,6 +43,7 @@ def new_event(
         aggregate_id=str(aggregate_id),
         correlation_id=correlation_id,
         causation_id=causation_id,
+        traceparent=traceparent,
     )
 
 

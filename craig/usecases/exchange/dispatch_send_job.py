@@ -84,7 +84,8 @@ class DispatchSendJob:
         if too_late:
             return Dispatched.deferred(timedelta(0))
         try:
-            result = await self._gateway.send(partner, Delivery(job.correlation_id, job.payload), pace)
+            delivery = Delivery(job.correlation_id, job.payload, job.origin_request_id, job.traceparent)
+            result = await self._gateway.send(partner, delivery, pace)
         except PartnerRateLimited as no_slot:
             return Dispatched.deferred(no_slot.retry_after)
         return self.decide(job, result)

@@ -30,4 +30,6 @@ def outcome_event(job: SendJob, decision: AttemptDecision, now: datetime) -> Eve
         },
         now=now,
         correlation_id=job.correlation_id,
+        # The job's trace: its outcome's publish and consumers continue the request that made it.
+        traceparent=job.traceparent,
     )

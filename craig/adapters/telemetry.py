@@ -1,0 +1,211 @@
+"""Where a piece of work came from, carried wherever the work goes: the request id and the
+W3C trace context.
+
+A request's id (``X-Request-ID``) is bound here by the HTTP middleware for the request's
+duration (:func:`originating`); the event consumer binds the id an event carries, and the send
+worker the id a send job carries, so their log lines, and what they stage in turn, carry it too.
+
+**Why the adapters stamp it, at staging time.** Every event is written by an outbox writer and
+every send job by the send-job repository, whichever use case staged it; they read the bound
+id (and the current trace context) when they write. The use cases and the domain stay unaware
+of requests, no use case can forget to pass the id along, and work started by a consumer or a
+worker inherits the id of the event or job it handles without any code of its own. (Passing it
+on the ``Principal`` would reach only what a request stages, and only where the use case copies
+it.) An event's ``correlation_id`` is stamped only when the use case left it empty: an exchange
+outcome event keeps its job's correlation id, the partner's dedupe key.
+
+Tracing uses ``opentelemetry-api`` when it is installed (the ``craig[otel]`` extra) and does
+nothing otherwise: :func:`span` then yields and records nothing, and :func:`current_traceparent`
+is ``None``. Whether spans are recorded and exported is the SDK's business
+(:mod:`craig.entrypoints.tracing`, switched on by the ``OTEL_*`` variables).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import re
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import attrs
+import structlog
+
+from craig.domain.events import EventEnvelope
+from craig.domain.exchange import SendJob
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    _PROPAGATOR: TraceContextTextMapPropagator | None = TraceContextTextMapPropagator()
+except ImportError:  # the craig[otel] extra is not installed
+    _PROPAGATOR = None
+
+TRACEPARENT = "traceparent"
+TRACER_NAME = "craig"
+#: What a carried request id may be (the HTTP layer's rule): anything else is not carried.
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+
+_origin: ContextVar[str | None] = ContextVar("craig_origin_request_id", default=None)
+
+
+def origin_request_id() -> str | None:
+    """The id of the request this work was started by, if any (see the module docstring)."""
+    return _origin.get()
+
+
+def sane_request_id(value: object) -> str | None:
+    """``value`` when it is a request id worth carrying (bounded, safe characters), else ``None``."""
+    return value if isinstance(value, str) and _SANE_REQUEST_ID.fullmatch(value) else None
+
+
+def sane_traceparent(value: object) -> str | None:
+    return value if isinstance(value, str) and _TRACEPARENT.fullmatch(value) else None
+
+
+@contextlib.contextmanager
+def originating(request_id: str | None) -> Iterator[None]:
+    """Bind ``request_id`` for what runs inside: the ``request_id`` of every log line, the id
+    stamped on what is staged. ``None`` (work no request started) binds nothing new."""
+    if request_id is None:
+        yield
+        return
+    token = _origin.set(request_id)
+    try:
+        with structlog.contextvars.bound_contextvars(request_id=request_id):
+            yield
+    finally:
+        _origin.reset(token)
+
+
+def current_traceparent() -> str | None:
+    """The W3C ``traceparent`` of the current span, ``None`` without a valid (sampled or not) one."""
+    if _PROPAGATOR is None:
+        return None
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return carrier.get(TRACEPARENT)
+
+
+def stamped(envelope: EventEnvelope) -> EventEnvelope:
+    """``envelope`` with the bound request id as its ``correlation_id`` (unless it has one) and
+    the current trace context (unless it has one): what an outbox writer stores."""
+    correlation = envelope.correlation_id or origin_request_id()
+    traceparent = envelope.traceparent or current_traceparent()
+    if correlation == envelope.correlation_id and traceparent == envelope.traceparent:
+        return envelope
+    return attrs.evolve(envelope, correlation_id=correlation, traceparent=traceparent)
+
+
+def job_origin(job: SendJob) -> SendJob:
+    """A new send job with its ``origin_request_id`` and ``traceparent``: its own when set, else
+    the bound request id and the current trace context (what the send-job repository stores)."""
+    return attrs.evolve(
+        job,
+        origin_request_id=job.origin_request_id or origin_request_id(),
+        traceparent=job.traceparent or current_traceparent(),
+    )
+
+
+class SpanKind(enum.Enum):
+    INTERNAL = "INTERNAL"
+    SERVER = "SERVER"
+    CLIENT = "CLIENT"
+    PRODUCER = "PRODUCER"
+    CONSUMER = "CONSUMER"
+
+
+class Span:
+    """The span :func:`span` opened: ``headers`` carry its context to the next process."""
+
+    def __init__(self, otel_span: Any = None, *, inject: bool = True) -> None:
+        self._span = otel_span
+        self.headers: dict[str, str] = {}
+        if otel_span is not None and inject and _PROPAGATOR is not None:
+            _PROPAGATOR.inject(self.headers)
+
+    def rename(self, name: str) -> None:
+        if self._span is not None:
+            self._span.update_name(name)
+
+    def set(self, name: str, value: str | int | float | bool | None) -> None:
+        if self._span is not None and value is not None:
+            self._span.set_attribute(name, value)
+
+    def failed(self, error: BaseException | str) -> None:
+        """Mark the span as an error (a recorded exception, or a short reason)."""
+        if self._span is None:
+            return
+        from opentelemetry.trace import Status, StatusCode
+
+        if isinstance(error, BaseException):
+            self._span.record_exception(error)
+            self._span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        else:
+            self._span.set_status(Status(StatusCode.ERROR, error))
+
+    def end(self) -> None:
+        """End a span :func:`child_span` started (:func:`span` ends its own)."""
+        if self._span is not None:
+            self._span.end()
+            self._span = None
+
+
+@contextlib.contextmanager
+def span(
+    name: str,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    parent: str | Mapping[str, Any] | None = None,
+    attributes: Mapping[str, str | int | float | bool] | None = None,
+    exception_is_error: bool = True,
+) -> Iterator[Span]:
+    """A span around the block, current inside it (so what it calls is its child). ``parent``: a
+    ``traceparent`` (or headers holding one) the span continues instead of the current span; an
+    invalid or missing one falls back to the current span. An exception propagates and, unless
+    ``exception_is_error`` is false (an HTTP server span, whose errors are its 5xx answers), ends
+    the span as an error. Without ``opentelemetry-api`` this does nothing at all."""
+    if _PROPAGATOR is None:
+        yield Span()
+        return
+    context = None
+    carried = parent.get(TRACEPARENT) if isinstance(parent, Mapping) else parent
+    if sane_traceparent(carried) is not None:
+        context = _PROPAGATOR.extract({TRACEPARENT: str(carried)})
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(
+        name,
+        context=context,
+        kind=getattr(trace.SpanKind, kind.value),
+        attributes=dict(attributes or {}),
+        record_exception=exception_is_error,
+        set_status_on_exception=exception_is_error,
+    ) as current:
+        yield Span(current)
+
+
+def _within_a_trace() -> bool:
+    return _PROPAGATOR is not None and trace.get_current_span().get_span_context().is_valid
+
+
+def child_span(name: str, *, attributes: Mapping[str, str | int | float | bool] | None = None) -> Span:
+    """A span started now, child of the current one, NOT made current, ended by :meth:`Span.end`
+    (a unit of work's transaction, which begins and ends in different calls). Only within a
+    trace: a background loop's poll outside any request, event or job records nothing."""
+    if not _within_a_trace():
+        return Span()
+    started = trace.get_tracer(TRACER_NAME).start_span(name, attributes=dict(attributes or {}))
+    return Span(started, inject=False)
+
+
+@contextlib.contextmanager
+def child_span_around(name: str, *, attributes: Mapping[str, str | int | float | bool] | None = None) -> Iterator[Span]:
+    """:func:`span` for a block, but only within a trace (as :func:`child_span`)."""
+    if not _within_a_trace():
+        yield Span()
+        return
+    with span(name, attributes=attributes) as current:
+        yield current

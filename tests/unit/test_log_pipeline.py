@@ -1,0 +1,85 @@
+"""One log pipeline: Craig's structlog lines and every library's standard-library records render
+alike, one JSON object a line with ``logger``, ``level``, ``timestamp`` and ``event``, or
+readable lines with ``CRAIG_LOG_FORMAT=console``."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+import pytest
+import structlog
+
+from craig.entrypoints.settings import SettingsError, read_environment
+from tests.support.logs import craig_logging, json_lines
+
+pytestmark = pytest.mark.unit
+
+LIBRARIES = ["uvicorn.error", "sqlalchemy.engine.Engine", "faststream", "faststream.access.rabbit", "asyncio"]
+
+
+def test_every_logger_renders_one_json_object_a_line_with_the_same_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    import faststream  # noqa: F401  (installs its own handler on "faststream" when imported)
+
+    with craig_logging():
+        structlog.get_logger("craig.tests").info("from craig", case_id="c-1")
+        for name in LIBRARIES:
+            logging.getLogger(name).warning("from %s", name, extra={"color_message": "\x1b[36mfrom\x1b[0m %s"})
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("asyncio").exception("task failed")
+    captured = capsys.readouterr()
+    assert captured.out == ""  # none reached the handlers FastStream installs (on stdout and stderr)
+    lines = json_lines(captured.err)
+    assert [line["logger"] for line in lines] == ["craig.tests", *LIBRARIES, "asyncio"]
+    for line in lines:
+        assert {"logger", "level", "timestamp", "event"} <= line.keys()
+        stamped = datetime.fromisoformat(line["timestamp"])
+        assert stamped.utcoffset() == timedelta(0)
+    assert lines[0] == {**lines[0], "event": "from craig", "level": "info", "case_id": "c-1"}
+    assert lines[1]["event"] == "from uvicorn.error" and lines[1]["level"] == "warning"
+    assert "\x1b" not in captured.err and "color_message" not in lines[1]
+    assert lines[-1]["level"] == "error" and "ValueError: boom" in lines[-1]["exception"]
+
+
+def test_chatty_libraries_log_from_warning_unless_craig_logs_at_debug(capsys: pytest.CaptureFixture[str]) -> None:
+    with craig_logging("INFO"):
+        logging.getLogger("sqlalchemy.engine.Engine").info("SELECT 1")
+        logging.getLogger("uvicorn.error").info("Started server process")
+    assert [line["logger"] for line in json_lines(capsys.readouterr().err)] == ["uvicorn.error"]
+    with craig_logging("DEBUG"):
+        logging.getLogger("sqlalchemy.engine.Engine").info("SELECT 1")
+    assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["SELECT 1"]
+
+
+def test_the_console_format_is_readable_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    with craig_logging(json_lines=False):
+        structlog.get_logger("craig.tests").info("from craig", case_id="c-1")
+        logging.getLogger("uvicorn.error").warning("from uvicorn")
+    first, second = capsys.readouterr().err.splitlines()
+    assert "[info" in first and "from craig" in first and "[craig.tests]" in first and "case_id=c-1" in first
+    assert "[warning" in second and "from uvicorn" in second and "[uvicorn.error]" in second
+    assert not first.startswith("{")
+
+
+@pytest.mark.parametrize(
+    ("environ", "as_json"),
+    [
+        ({}, True),
+        ({"CRAIG_LOG_FORMAT": "console"}, False),
+        ({"CRAIG_LOG_FORMAT": "JSON"}, True),
+        ({"CRAIG_LOG_JSON": "false"}, False),
+        ({"CRAIG_LOG_JSON": "false", "CRAIG_LOG_FORMAT": "json"}, True),
+        ({"CRAIG_LOG_JSON": "true", "CRAIG_LOG_FORMAT": "console"}, False),
+    ],
+)
+def test_craig_log_format_chooses_the_format_and_craig_log_json_still_works(
+    environ: dict[str, str], as_json: bool
+) -> None:
+    assert read_environment(environ).settings.logs_as_json is as_json
+
+
+def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
+    with pytest.raises(SettingsError, match="json, console"):
+        read_environment({"CRAIG_LOG_FORMAT": "xml"})

@@ -1,0 +1,54 @@
+"""Tracing is switched on by the standard OTEL_* variables only, and otherwise changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from craig.adapters.telemetry import current_traceparent, sane_traceparent, span
+from craig.entrypoints.tracing import configure_tracing, tracing_requested
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("environ", "exporters"),
+    [
+        ({}, []),
+        ({"OTEL_SERVICE_NAME": "craig-api"}, []),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, ["otlp"]),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, ["otlp"]),
+        ({"OTEL_TRACES_EXPORTER": "console"}, ["console"]),
+        ({"OTEL_TRACES_EXPORTER": "otlp,console"}, ["otlp", "console"]),
+        ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, []),
+        ({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"}, []),
+        ({"OTEL_SDK_DISABLED": "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, []),
+    ],
+)
+def test_the_otel_variables_decide_whether_tracing_is_on(environ: dict[str, str], exporters: list[str]) -> None:
+    assert tracing_requested(environ) == exporters
+
+
+def test_unconfigured_tracing_installs_nothing() -> None:
+    assert configure_tracing({}) is False
+    assert configure_tracing({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"}) is False
+
+
+def test_outside_any_span_there_is_no_trace_context_to_carry() -> None:
+    assert current_traceparent() is None
+    with span("a span of its own") as current:
+        current.set("craig.test", 1)  # never fails, whether a provider records it or not
+
+
+@pytest.mark.parametrize(
+    ("value", "sane"),
+    [
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+        ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", False),
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", False),
+        ("x" * 55, False),
+        (None, False),
+        (b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", False),
+    ],
+)
+def test_only_a_well_formed_traceparent_is_continued(value: object, sane: bool) -> None:
+    assert (sane_traceparent(value) is not None) is sane
