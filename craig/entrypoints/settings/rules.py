@@ -256,3 +256,13 @@ def _audit_retention(s: Settings) -> str | None:
             "remove it to keep the default of 2557 days (7 years)"
         )
     return None
+
+
+@rule
+def _audit_always_recorded_in_production(s: Settings) -> str | None:
+    if s.profile is Profile.PRODUCTION and not s.audit.enabled:
+        return (
+            "CRAIG_AUDIT__ENABLED=false turns the audit trail off, which is for benchmarks and tests only; "
+            "profile=production always records it: remove CRAIG_AUDIT__ENABLED"
+        )
+    return None
