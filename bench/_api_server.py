@@ -104,13 +104,13 @@ def craig_server(
     upgrade_to_head(database_url)
     data_dir = Path(tempfile.mkdtemp(prefix="craig-bench-serve-"))
     port = free_port()
-    env = craig_environment(
-        database_url,
-        data_dir,
-        audit__enabled="true" if audit else "false",
-        workers__in_process="false" if separate_worker else "true",
+    chosen = {
+        # only when off: a build without the switch refuses the unknown variable
+        **({} if audit else {"audit__enabled": "false"}),
+        "workers__in_process": "false" if separate_worker else "true",
         **(settings or {}),
-    )
+    }
+    env = craig_environment(database_url, data_dir, **chosen)
     processes: list[subprocess.Popen[bytes]] = []
     logs: list[Path] = []
     try:
