@@ -20,7 +20,9 @@ import argparse
 import asyncio
 import json
 import statistics
+import time
 import urllib.request
+import uuid
 from collections.abc import Callable
 
 import asyncpg
@@ -43,22 +45,28 @@ def post_json(server: CraigServer, path: str, body: object, token: str) -> dict[
         return answer
 
 
-def audit_entries(url: str) -> int:
+def audit_entries(url: str, actor_name: str | None = None) -> int:
+    """The audit entries in the database (of the actor named ``actor_name``, when given)."""
+
     async def count() -> int:
         conn = await asyncpg.connect(libpq_dsn(url))
         try:
-            return int(await conn.fetchval("SELECT count(*) FROM audit_entries"))
+            if actor_name is None:
+                return int(await conn.fetchval("SELECT count(*) FROM audit_entries"))
+            return int(await conn.fetchval("SELECT count(*) FROM audit_entries WHERE actor_name = $1", actor_name))
         finally:
             await conn.close()
 
     return asyncio.run(count())
 
 
-def counted(url: str, load: Callable[[], WrkResult]) -> tuple[WrkResult, int]:
-    """``load``'s result and the audit entries written while it ran."""
-    before = audit_entries(url)
+def counted(url: str, actor_name: str, load: Callable[[], WrkResult]) -> tuple[WrkResult, int]:
+    """``load``'s result and the audit entries its token's actor had written once it ended
+    (requests still in flight when wrk stops included)."""
+    before = audit_entries(url, actor_name)
     result = load()
-    return result, audit_entries(url) - before
+    time.sleep(1)
+    return result, audit_entries(url, actor_name) - before
 
 
 def line(name: str, results: list[WrkResult]) -> str:
@@ -82,12 +90,16 @@ def main() -> None:
     exit_cleanly_on_sigterm()
 
     with postgres_database() as url, craig_server(url) as audited, craig_server(url, audit=False) as unaudited:
-        worker = audited.token(role=Role.CASEWORKER, name="Ann")
+        # One case worker, named apart on each server so that the entries each wrote can be told apart.
+        sub = uuid.uuid4()
+        names = {"audited": "Ann via the audited server", "unaudited": "Ann via the unaudited server"}
+        tokens = {side: audited.token(role=Role.CASEWORKER, sub=sub, name=name) for side, name in names.items()}
+        worker = tokens["audited"]
         case = post_json(audited, "/v1/cases", {"title": "Doe family", "family_name": "Doe"}, worker)
         path = f"/v1/cases/{case['id']}"
-        reader = lua_script(headers={"Authorization": f"Bearer {worker}"})
-        for server in (audited, unaudited):  # warm both up: connections, caches
-            run_wrk(server.base_url + path, connections=args.connections, duration=2, script=reader)
+        readers = {side: lua_script(headers={"Authorization": f"Bearer {token}"}) for side, token in tokens.items()}
+        for side, server in (("audited", audited), ("unaudited", unaudited)):  # warm up: connections, caches
+            run_wrk(server.base_url + path, connections=args.connections, duration=2, script=readers[side])
 
         reads: dict[str, list[WrkResult]] = {"audited": [], "unaudited": []}
         written = {"audited": 0, "unaudited": 0}
@@ -98,8 +110,12 @@ def main() -> None:
                 with RssSampler([server.pid]) as sampler:
                     result, entries = counted(
                         url,
-                        lambda server=server: run_wrk(  # type: ignore[misc]
-                            server.base_url + path, connections=args.connections, duration=args.duration, script=reader
+                        names[name],
+                        lambda server=server, name=name: run_wrk(  # type: ignore[misc]
+                            server.base_url + path,
+                            connections=args.connections,
+                            duration=args.duration,
+                            script=readers[name],
                         ),
                     )
                 reads[name].append(result)
@@ -120,6 +136,7 @@ def main() -> None:
         for name in ("audited", "unaudited"):
             requests = sum(r.requests for r in reads[name])
             print(f"  sanity: the {name} server wrote {written[name]} audit entries for {requests} reads")
+        print("  (requests still in flight when wrk stops complete afterwards: they write entries wrk does not count)")
         if written["audited"] == 0:
             print("  (GET /v1/cases/{id} records no `read` entry on this build: the read ratio measures no audit cost)")
 
@@ -133,6 +150,7 @@ def main() -> None:
         for connections in (1, args.writers):
             writes[connections], write_entries[connections] = counted(
                 url,
+                names["audited"],
                 lambda connections=connections: run_wrk(  # type: ignore[misc]
                     audited.base_url + "/v1/cases",
                     connections=connections,
