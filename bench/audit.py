@@ -75,7 +75,11 @@ def line(name: str, results: list[WrkResult]) -> str:
     p99 = statistics.median(r.p99_ms for r in results)
     bad = sum(r.bad_responses + r.socket_errors for r in results)
     requests = sum(r.requests for r in results)
-    return f"  {name:<34} {rps:>9.0f} req/s  p50 {p50:>7.2f} ms  p99 {p99:>7.2f} ms  ({requests} requests, {bad} bad)"
+    rounds = "/".join(f"{r.requests_per_second:.0f}" for r in results)
+    return (
+        f"  {name:<34} {rps:>9.0f} req/s  p50 {p50:>7.2f} ms  p99 {p99:>7.2f} ms  "
+        f"({requests} requests, {bad} bad; rounds {rounds} req/s)"
+    )
 
 
 def main() -> None:
