@@ -300,6 +300,30 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _tree(pids: Sequence[int]) -> set[int]:
+    seen: set[int] = set()
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.add(pid)
+            todo += _children(pid)
+    return seen
+
+
+def tree_cpu_seconds(pids: Sequence[int]) -> float:
+    """CPU time used so far by ``pids`` and their live descendants."""
+    return sum(_cpu_seconds(pid) for pid in _tree(pids))
+
+
 def tree_rss_kib(pids: Sequence[int]) -> int:
     """The resident set of ``pids`` and all their descendants (e.g. ``--workers`` processes)."""
     seen: set[int] = set()
@@ -316,12 +340,16 @@ def tree_rss_kib(pids: Sequence[int]) -> int:
 
 
 class RssSampler:
-    """The largest resident set of ``pids`` with their children, sampled while the block runs."""
+    """The largest resident set of ``pids`` with their children, sampled while the block runs,
+    and the CPU they used meanwhile (:attr:`cpu_percent`, of one core)."""
 
     def __init__(self, pids: Sequence[int], interval: float = 0.1) -> None:
         self.pids = list(pids)
         self.interval = interval
         self.max_kib = 0
+        self.cpu_percent = 0.0
+        self._cpu = 0.0
+        self._started = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -331,12 +359,16 @@ class RssSampler:
             self._stop.wait(self.interval)
 
     def __enter__(self) -> RssSampler:
+        self._cpu = tree_cpu_seconds(self.pids)
+        self._started = time.monotonic()
         self._thread.start()
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        wall = time.monotonic() - self._started
+        self.cpu_percent = 100.0 * (tree_cpu_seconds(self.pids) - self._cpu) / wall if wall else 0.0
 
     @property
     def max_mib(self) -> float:

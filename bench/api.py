@@ -239,7 +239,8 @@ def craig_token(server: CraigServer) -> str:
     return server.token(role=Role.CASEWORKER, sub=uuid.uuid4(), name="Ann")
 
 
-Results = dict[str, dict[str, list[tuple[WrkResult, float]]]]
+#: Per scenario and side: (wrk's result, the server's largest RSS in MiB, its CPU in % of one core).
+Results = dict[str, dict[str, list[tuple[WrkResult, float, float]]]]
 
 
 def measure(chosen: list[Scenario], craig: Target, bare: Target, args: argparse.Namespace) -> Results:
@@ -262,7 +263,7 @@ def measure(chosen: list[Scenario], craig: Target, bare: Target, args: argparse.
                         threads=args.threads,
                         script=script,
                     )
-                results[scenario.name][side].append((result, rss.max_mib))
+                results[scenario.name][side].append((result, rss.max_mib, rss.cpu_percent))
             flip = not flip
     return results
 
@@ -277,7 +278,7 @@ def report(
     )
     print(f"scenarios that append an audit entry on this build: {', '.join(audited) or 'none'}\n")
     header = f"{'scenario':<34}{'Craig req/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'bare req/s':>12}{'p50 ms':>9}"
-    print(header + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'errors':>9}")
+    print(header + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'CPU Craig/bare':>14}{'errors':>8}")
     highest_craig = 0.0
     wrk_cpu = 0.0
     craig_rss = 0.0
@@ -286,20 +287,22 @@ def report(
         row = f"{scenario.label:<34}"
         rps: dict[str, float] = {}
         for side in ("craig", "bare"):
-            runs = [result for result, _ in sides[side]]
+            runs = [result for result, _, _ in sides[side]]
             rps[side] = median([r.requests_per_second for r in runs])
             row += f"{rps[side]:>12.0f}{median([r.p50_ms for r in runs]):>9.1f}{median([r.p99_ms for r in runs]):>9.1f}"
             wrk_cpu = max(wrk_cpu, *(r.wrk_cpu_percent for r in runs))
-        errors = sum(r.bad_responses + r.socket_errors for side in sides.values() for r, _ in side)
-        rss = max(mib for _, mib in sides["craig"])
+        errors = sum(r.bad_responses + r.socket_errors for side in sides.values() for r, _, _ in side)
+        rss = max(mib for _, mib, _ in sides["craig"])
+        cpu = {side: median([percent for _, _, percent in sides[side]]) for side in sides}
         craig_rss = max(craig_rss, rss)
         if scenario.name != "me":  # the scenarios that reach the database
             highest_craig = max(highest_craig, rps["craig"])
-        print(row + f"{rps['craig'] / rps['bare']:>12.2f}{rss:>8.0f} MiB{errors:>9}")
+        cpus = f"{cpu['craig']:>6.0f}%{cpu['bare']:>6.0f}%"
+        print(row + f"{rps['craig'] / rps['bare']:>12.2f}{rss:>8.0f} MiB{cpus}{errors:>8}")
     print(f"\nCraig's largest resident memory under load: {craig_rss:.0f} MiB (all its processes)")
-    print(f"wrk's own CPU: at most {wrk_cpu:.0f}% of one core per run")
+    print(f"wrk's own CPU: at most {wrk_cpu:.0f}% of one core per run (CPU columns: the servers', % of one core)")
     if "me" in results and highest_craig:
-        bare_me = median([r.requests_per_second for r, _ in results["me"]["bare"]])
+        bare_me = median([r.requests_per_second for r, _, _ in results["me"]["bare"]])
         print(
             f"wrk headroom: the bare GET /v1/me reached {bare_me:.0f} req/s, {bare_me / highest_craig:.1f}x "
             f"Craig's best scenario that reaches the database ({highest_craig:.0f} req/s)"

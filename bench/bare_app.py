@@ -10,7 +10,9 @@ request ids, metrics and tracing.
 Simplifications, on purpose: field values are encrypted and decrypted with Craig's own
 ``FieldEncryptor`` (AES-256-GCM with the same key, the only Craig code used, so both do the same
 crypto work); inputs are checked only as far as the statements need; no ETag, no cursor
-signing (a plain base64 cursor), no problem documents.
+signing (a plain base64 cursor), no problem documents. Its asyncpg pool keeps up to 30
+connections open; Craig's SQLAlchemy pool keeps 10 (``CRAIG_DATABASE__POOL_SIZE``) and closes
+each of its 20 overflow connections when it is given back, which shows in Craig's column.
 
 Which scenarios also append an audit entry is given by ``BARE_AUDITED`` (comma-separated scenario
 names): ``bench/api.py`` sets it to the scenarios for which it saw Craig write an entry, so the
