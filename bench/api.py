@@ -278,7 +278,7 @@ def report(
     )
     print(f"scenarios that append an audit entry on this build: {', '.join(audited) or 'none'}\n")
     header = f"{'scenario':<34}{'Craig req/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'bare req/s':>12}{'p50 ms':>9}"
-    print(header + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'CPU Craig/bare':>14}{'errors':>8}")
+    print(header + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'CPU Craig/bare':>15}{'errors':>8}")
     highest_craig = 0.0
     wrk_cpu = 0.0
     craig_rss = 0.0
@@ -297,7 +297,7 @@ def report(
         craig_rss = max(craig_rss, rss)
         if scenario.name != "me":  # the scenarios that reach the database
             highest_craig = max(highest_craig, rps["craig"])
-        cpus = f"{cpu['craig']:>6.0f}%{cpu['bare']:>6.0f}%"
+        cpus = f"{cpu['craig']:>7.0f}%{cpu['bare']:>6.0f}%"
         print(row + f"{rps['craig'] / rps['bare']:>12.2f}{rss:>8.0f} MiB{cpus}{errors:>8}")
     print(f"\nCraig's largest resident memory under load: {craig_rss:.0f} MiB (all its processes)")
     print(f"wrk's own CPU: at most {wrk_cpu:.0f}% of one core per run (CPU columns: the servers', % of one core)")
