@@ -27,14 +27,17 @@ from craig.adapters.memory.placements import MemoryFosterHomeRepository, MemoryP
 from craig.adapters.memory.rules import MemoryRuleSetRepository
 from craig.adapters.memory.session import MemorySession
 from craig.adapters.transaction import TransactionalUnitOfWork
+from craig.adapters.unrecorded_audit import UnrecordedAuditRepository
+from craig.ports.audit import AuditRepository
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
 
 class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, db: MemoryDatabase, cipher: FieldCipher) -> None:
+    def __init__(self, db: MemoryDatabase, cipher: FieldCipher, record_audit: bool = True) -> None:
         super().__init__()
         self.db = db
+        self.record_audit = record_audit
         self.session = MemorySession(db, cipher, self.autobegin)
 
     # --- repositories, built when first used ----------------------------------------------
@@ -95,8 +98,10 @@ class MemoryUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
         return MemoryRuleSetRepository(self.session)
 
     @cached_property
-    def audit(self) -> MemoryAuditRepository:
-        return MemoryAuditRepository(self.session)
+    def audit(self) -> AuditRepository:
+        stored = MemoryAuditRepository(self.session)
+        # CRAIG_AUDIT__ENABLED=false (benchmarks and tests only): appends are dropped.
+        return stored if self.record_audit else UnrecordedAuditRepository(stored)
 
     # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:

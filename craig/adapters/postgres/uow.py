@@ -28,6 +28,8 @@ from craig.adapters.postgres.send_jobs import PostgresSendJobRepository
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.telemetry import Span, child_span
 from craig.adapters.transaction import TransactionalUnitOfWork
+from craig.adapters.unrecorded_audit import UnrecordedAuditRepository
+from craig.ports.audit import AuditRepository
 from craig.ports.cipher import FieldCipher
 from craig.ports.unit_of_work import UnitOfWork
 
@@ -35,9 +37,10 @@ _DB = {"db.system.name": "postgresql"}
 
 
 class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
-    def __init__(self, database: PostgresDatabase, cipher: FieldCipher) -> None:
+    def __init__(self, database: PostgresDatabase, cipher: FieldCipher, record_audit: bool = True) -> None:
         super().__init__()
         self.database = database
+        self.record_audit = record_audit
         self.session = PostgresSession(cipher, self.autobegin)
         #: The open transaction's span (tracing on, within a trace): from BEGIN to COMMIT/ROLLBACK.
         self._transaction_span = Span()
@@ -100,8 +103,10 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
         return PostgresRuleSetRepository(self.session)
 
     @cached_property
-    def audit(self) -> PostgresAuditRepository:
-        return PostgresAuditRepository(self.session)
+    def audit(self) -> AuditRepository:
+        stored = PostgresAuditRepository(self.session)
+        # CRAIG_AUDIT__ENABLED=false (benchmarks and tests only): appends are dropped.
+        return stored if self.record_audit else UnrecordedAuditRepository(stored)
 
     # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:

@@ -36,7 +36,9 @@ class MemoryAdapters(containers.DeclarativeContainer):
     memory_database = providers.Singleton(MemoryDatabase, clock=clock)
     #: No database to migrate or rotate keys in.
     database_url: providers.Object[str | None] = providers.Object(None)
-    uow = providers.Factory(MemoryUnitOfWork, db=memory_database, cipher=cipher)
+    uow = providers.Factory(
+        MemoryUnitOfWork, db=memory_database, cipher=cipher, record_audit=settings.provided.audit.enabled
+    )
     idempotency_store = providers.Singleton(MemoryIdempotencyStore, db=memory_database, cipher=cipher)
     outbox_relay_store = providers.Singleton(MemoryOutboxRelayStore, db=memory_database)
     inbox_store = providers.Singleton(MemoryInboxStore, db=memory_database)

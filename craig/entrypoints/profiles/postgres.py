@@ -46,7 +46,9 @@ class PostgresStorage(containers.DeclarativeContainer):
     )
     listener = providers.Singleton(PostgresListener, url=url, channels=LISTEN_CHANNELS)
 
-    uow = providers.Factory(PostgresUnitOfWork, database=database, cipher=cipher)
+    uow = providers.Factory(
+        PostgresUnitOfWork, database=database, cipher=cipher, record_audit=settings.provided.audit.enabled
+    )
     idempotency_store = providers.Singleton(
         PostgresIdempotencyStore, database=database, cipher=cipher, listener=listener
     )

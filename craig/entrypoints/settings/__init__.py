@@ -15,6 +15,7 @@ from craig.entrypoints.settings.environment import (
 from craig.entrypoints.settings.rules import Needs, Rule, rule, validate
 from craig.entrypoints.settings.schema import (
     AttachmentSettings,
+    AuditSettings,
     AuthSettings,
     BrokerSettings,
     DatabaseSettings,
@@ -38,6 +39,7 @@ from craig.entrypoints.settings.schema import (
 __all__ = [
     "PREFIX",
     "AttachmentSettings",
+    "AuditSettings",
     "AuthSettings",
     "BrokerSettings",
     "DatabaseSettings",

@@ -269,3 +269,13 @@ def _metrics_ports(s: Settings) -> str | None:
     if s.http.metrics_port and s.http.metrics_port == s.http.port:
         return "CRAIG_HTTP__METRICS_PORT must differ from CRAIG_HTTP__PORT; choose another port or 0 (on the API port)"
     return None
+
+
+@rule
+def _audit_always_recorded_in_production(s: Settings) -> str | None:
+    if s.profile is Profile.PRODUCTION and not s.audit.enabled:
+        return (
+            "CRAIG_AUDIT__ENABLED=false turns the audit trail off, which is for benchmarks and tests only; "
+            "profile=production always records it: remove CRAIG_AUDIT__ENABLED"
+        )
+    return None

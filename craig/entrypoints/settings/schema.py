@@ -230,6 +230,11 @@ class AuditSettings:
         "lowering it below the floor purges nothing sooner.",
         AUDIT_RETENTION.days,
     )
+    enabled: bool = _help(
+        "Record audit entries. For benchmarks and tests only: false records nothing, and the "
+        "production profile refuses to start with it.",
+        True,
+    )
 
 
 @attrs.define
