@@ -349,6 +349,8 @@ PROGRESS_REDRAW_INTERVAL: Final = timedelta(milliseconds=100)
 PROGRESS_LINE_INTERVAL: Final = timedelta(seconds=5)
 PROGRESS_BAR_WIDTH_CHARS: Final = 30
 PROGRESS_LABEL_WIDTH_CHARS: Final = 32
+#: ``craig serve --workers``: at most this many HTTP server processes.
+SERVE_MAX_WORKERS: Final = 64
 #: ``craig --help`` wraps at this width.
 CLI_HELP_WIDTH_CHARS: Final = 100
 #: ``craig config``: the value column is at least this wide, and widens for values up to the maximum.
