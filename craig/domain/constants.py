@@ -52,8 +52,9 @@ OUTBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 OUTBOX_BACKOFF_CAP: Final = timedelta(minutes=5)
 #: Published rows older than this are purged.
 OUTBOX_RETENTION: Final = timedelta(days=7)
-#: Publishes one relay has waiting for their broker confirms at once, across aggregates.
-OUTBOX_PUBLISH_CONCURRENCY: Final = 64
+#: Publishes one relay has waiting for their broker confirms at once, across aggregates (its
+#: window; a batch of OUTBOX_BATCH_SIZE events fits in it whole).
+OUTBOX_PUBLISH_CONCURRENCY: Final = 512
 #: The error that stopped a delivery (an inbox row's ``last_error``, an outbox row's publish
 #: failure) is stored cut to this length.
 DELIVERY_ERROR_MAX_CHARS: Final = 2000

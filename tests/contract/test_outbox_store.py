@@ -13,6 +13,7 @@ import pytest
 from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
+from craig.ports.messaging import Publisher
 from craig.ports.outbox import PublishFailure
 from craig.usecases.events import OutboxRelay
 from tests.support.backends import Backend
@@ -170,7 +171,7 @@ async def test_stage_many_keeps_the_given_order(backend: Backend) -> None:
         assert [r.envelope for r in batch.events] == staged
 
 
-class _FailingFor:
+class _FailingFor(Publisher):
     """A publisher that refuses every event of one aggregate and records the others."""
 
     def __init__(self, failing: str) -> None:
@@ -244,7 +245,7 @@ async def test_several_relays_with_failing_publishes_keep_order_per_aggregate(ba
     published: list[EventEnvelope] = []
     failures: Counter[uuid.UUID] = Counter()
 
-    class Flaky:
+    class Flaky(Publisher):
         """Fails one publish in ten, each event twice at most (backoffs of 0.5 s and 1 s)."""
 
         async def publish(self, envelope: EventEnvelope) -> None:
