@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import multiprocessing
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -183,6 +186,7 @@ def child_app() -> Litestar:
     from craig.entrypoints.http.app import create_app
     from craig.entrypoints.workers.messaging import consumers_running
 
+    _stop_with_parent()
     settings = prepare_settings()
     if settings.instance_id:
         settings = attrs.evolve(settings, instance_id=f"{settings.instance_id}-{os.getpid()}")
@@ -192,6 +196,27 @@ def child_app() -> Litestar:
         lambda _app: consumers_running(container, broadcast_only=True),
     ]
     return create_app(container, lifespans=lifespans, manage_runtime=False)
+
+
+def _stop_with_parent() -> None:
+    """Ask Linux for SIGTERM when the parent dies (SIGKILL, OOM): a child must not go on serving
+    without the parent that runs the background workers and watches the children. Elsewhere
+    there is no such request; the parent's SIGTERM and Ctrl-C still stop every child."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("cannot ask to be stopped with the parent", errno=ctypes.get_errno())
+        return
+    # (Linux sends it when the parent's thread that started this child ends: that thread is
+    # the supervisor's, which stops every child before it returns.)
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # the parent died before the request
+        raise SystemExit(0)
+
+
+#: ``prctl`` option: the signal the calling process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 
 def _check_can_listen(host: str, port: int) -> None:
