@@ -55,8 +55,9 @@ OUTBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 OUTBOX_BACKOFF_CAP: Final = timedelta(minutes=5)
 #: Published rows older than this are purged.
 OUTBOX_RETENTION: Final = timedelta(days=7)
-#: Publishes one relay has waiting for their broker confirms at once, across aggregates.
-OUTBOX_PUBLISH_CONCURRENCY: Final = 64
+#: Publishes one relay has waiting for their broker confirms at once, across aggregates (its
+#: window; a batch of OUTBOX_BATCH_SIZE events fits in it whole).
+OUTBOX_PUBLISH_CONCURRENCY: Final = 512
 #: The error that stopped a delivery (an inbox row's ``last_error``, an outbox row's publish
 #: failure) is stored cut to this length.
 DELIVERY_ERROR_MAX_CHARS: Final = 2000
@@ -366,6 +367,8 @@ PROGRESS_REDRAW_INTERVAL: Final = timedelta(milliseconds=100)
 PROGRESS_LINE_INTERVAL: Final = timedelta(seconds=5)
 PROGRESS_BAR_WIDTH_CHARS: Final = 30
 PROGRESS_LABEL_WIDTH_CHARS: Final = 32
+#: ``craig serve --workers``: at most this many HTTP server processes.
+SERVE_MAX_WORKERS: Final = 64
 #: ``craig --help`` wraps at this width.
 CLI_HELP_WIDTH_CHARS: Final = 100
 #: ``craig config``: the value column is at least this wide, and widens for values up to the maximum.

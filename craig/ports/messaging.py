@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -63,6 +64,35 @@ class Publisher(Protocol):
         none does, by the bus's durable unrouted queue (:class:`UnroutedEvents`). An event is
         never confirmed into nothing."""
         ...
+
+    async def publish_many(self, envelopes: Sequence[EventEnvelope], *, window: int) -> list[Exception | None]:
+        """Publish every envelope, at most ``window`` of them in flight at once (unconfirmed);
+        one outcome per envelope, in the same order: None once the broker confirmed it (as
+        :meth:`publish` means it), else why not. A failed publish never raises here: it is its
+        envelope's outcome, and the others go on.
+
+        The envelopes are published in no particular order among themselves: a caller that
+        needs order (the relay, per aggregate) passes at most one envelope of each ordered
+        sequence. This default publishes them one :meth:`publish` each, ``window`` at a time."""
+        return await publish_each(self, envelopes, window=window)
+
+
+async def publish_each(
+    publisher: Publisher, envelopes: Sequence[EventEnvelope], *, window: int
+) -> list[Exception | None]:
+    """:meth:`Publisher.publish_many` as one :meth:`Publisher.publish` per envelope, at most
+    ``window`` of them in flight."""
+    gate = asyncio.Semaphore(max(1, window))
+
+    async def one(envelope: EventEnvelope) -> Exception | None:
+        async with gate:
+            try:
+                await publisher.publish(envelope)
+            except Exception as error:
+                return error
+            return None
+
+    return list(await asyncio.gather(*(one(envelope) for envelope in envelopes)))
 
 
 # --- consuming -------------------------------------------------------------------------------

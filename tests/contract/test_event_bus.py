@@ -288,3 +288,27 @@ async def test_an_event_no_subscription_takes_is_kept_as_unrouted_and_counted(bu
     assert status["unrouted events"]["kept in"] == unrouted.location
     exposition = (await metrics.render(metric_refreshers(bus))).decode()
     assert "craig_unrouted_events 1.0" in exposition.splitlines()
+
+
+async def test_publish_many_gives_one_outcome_per_event_and_delivers_each_once(bus: Container, register_queues) -> None:
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    register_queues(bus, "effects")
+
+    async def ignore(envelope: EventEnvelope, uow: UnitOfWork) -> None:
+        return None
+
+    subscriptions = [Subscription("recorder", ("tests.*",), recorder), Subscription("effects", ("effects.*",), ignore)]
+    wanted = [_event(aggregate=f"agg-{n}") for n in range(40)]
+    nobodys = _event(kind="nobody.listens")
+    unrouted = bus.unrouted_events()
+    async with consumers_running(bus, subscriptions=subscriptions):
+        publisher = bus.event_bus()
+        assert await publisher.publish_many([], window=8) == []
+        outcomes = await publisher.publish_many([*wanted, nobodys], window=8)
+        assert outcomes == [None] * (len(wanted) + 1)  # one outcome per envelope: all confirmed
+        for envelope in wanted:
+            await _eventually(lambda envelope=envelope: _has_effect(bus, envelope.id), "delivery")  # type: ignore[misc]
+        await _eventually(lambda: _count_is(unrouted, 1), "the unwanted event kept as unrouted")
+    assert sorted(recorder.calls.values()) == [1] * len(wanted)
+    assert set(recorder.calls) == {envelope.id for envelope in wanted}

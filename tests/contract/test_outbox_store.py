@@ -6,6 +6,7 @@ import asyncio
 import random
 import uuid
 from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -15,6 +16,7 @@ from craig.adapters.telemetry import originating
 from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
+from craig.ports.messaging import Publisher
 from craig.ports.outbox import PublishFailure
 from craig.usecases.events import OutboxRelay
 from tests.support.backends import Backend
@@ -172,7 +174,7 @@ async def test_stage_many_keeps_the_given_order(backend: Backend) -> None:
         assert [r.envelope for r in batch.events] == staged
 
 
-class _FailingFor:
+class _FailingFor(Publisher):
     """A publisher that refuses every event of one aggregate and records the others."""
 
     def __init__(self, failing: str) -> None:
@@ -246,7 +248,7 @@ async def test_several_relays_with_failing_publishes_keep_order_per_aggregate(ba
     published: list[EventEnvelope] = []
     failures: Counter[uuid.UUID] = Counter()
 
-    class Flaky:
+    class Flaky(Publisher):
         """Fails one publish in ten, each event twice at most (backoffs of 0.5 s and 1 s)."""
 
         async def publish(self, envelope: EventEnvelope) -> None:
@@ -298,3 +300,53 @@ async def test_events_staged_for_a_request_carry_its_id_and_trace_context(backen
     assert claimed["traced"].correlation_id == "req-42" and claimed["traced"].traceparent == TRACEPARENT
     assert claimed["outside"].correlation_id is None
     assert "traceparent" not in claimed["traced"].to_message()
+
+
+class _Rounds(Publisher):
+    """Records each ``publish_many`` call and refuses the events ``refuse`` picks (a nack)."""
+
+    def __init__(self, refuse: Callable[[EventEnvelope], bool]) -> None:
+        self.refuse = refuse
+        self.calls: list[list[EventEnvelope]] = []
+
+    async def publish(self, envelope: EventEnvelope) -> None:
+        raise AssertionError("the relay publishes its batches with publish_many")
+
+    async def publish_many(self, envelopes: Sequence[EventEnvelope], *, window: int) -> list[Exception | None]:
+        self.calls.append(list(envelopes))
+        return [BrokerUnavailable("nacked") if self.refuse(e) else None for e in envelopes]
+
+
+async def test_a_batch_goes_out_one_event_per_aggregate_at_a_time_and_only_confirmed_events_are_marked(
+    backend: Backend,
+) -> None:
+    staged = [event(f"agg-{a}", n) for n in range(3) for a in range(4)]
+    uow = backend.uow()
+    async with uow:
+        await uow.outbox.stage_many(staged)
+        await uow.commit()
+    publisher = _Rounds(lambda e: e.aggregate_id == "agg-1" and e.payload["n"] == 1)
+    report = await OutboxRelay(backend.outbox, publisher, batch_size=100, jitter=lambda: 0.0).drain_once()
+    # Never two events of one aggregate in flight together; each aggregate's events in order.
+    assert all(len({e.aggregate_id for e in call}) == len(call) for call in publisher.calls)
+    assert [[e.payload["n"] for e in call] for call in publisher.calls] == [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2]]
+    # agg-1's second event was nacked: it backs off, its third was never published.
+    assert (report.claimed, report.published, report.failed) == (12, 10, 1)
+    stats = await backend.outbox.stats()
+    assert stats.pending == 2 and stats.failing == 1
+
+
+async def test_a_publisher_that_fails_as_a_whole_leaves_the_batch_pending(backend: Backend) -> None:
+    await stage(backend, event("x", 0), event("y", 0))
+
+    class Down(Publisher):
+        async def publish(self, envelope: EventEnvelope) -> None:
+            raise AssertionError("not used")
+
+        async def publish_many(self, envelopes: Sequence[EventEnvelope], *, window: int) -> list[Exception | None]:
+            raise BrokerUnavailable("connection lost")
+
+    report = await OutboxRelay(backend.outbox, Down(), batch_size=10, jitter=lambda: 0.0).drain_once()
+    assert (report.published, report.failed) == (0, 2)
+    stats = await backend.outbox.stats()
+    assert stats.pending == 2 and stats.failing == 2

@@ -93,3 +93,24 @@ async def test_an_events_exchange_declared_without_the_alternate_exchange_still_
     assert message is not None and message.message_id == str(envelope.id)
     assert message.headers["x-unrouted-exchange"] == broker_names.events_exchange
     assert message.headers["x-unrouted-routing-key"] == "nobody.listens"
+
+
+async def test_publish_many_keeps_returned_events_in_the_unrouted_queue_too(
+    request: pytest.FixtureRequest, tmp_path: Path, rabbit_url: str, broker_names: BrokerNames
+) -> None:
+    """The relay's batch path: an exchange without its alternate exchange returns the events no
+    queue takes; each is then kept in the unrouted queue before its outcome says confirmed."""
+    connection = await aio_pika.connect(rabbit_url)
+    async with connection:  # an exchange of an older Craig: no arguments
+        channel = await connection.channel()
+        await channel.declare_exchange(broker_names.events_exchange, aio_pika.ExchangeType.TOPIC, durable=True)
+    async with bus_container("rabbit", request, tmp_path) as container:
+        bus = container.event_bus()
+        await bus.connect([])
+        assert bus.has_alternate_exchange is False
+        envelopes = [_event("nobody.listens") for _ in range(3)]
+        assert await bus.publish_many(envelopes, window=2) == [None, None, None]
+        assert await container.unrouted_events().count() == 3
+        taken = [await _take(rabbit_url, broker_names.unrouted_queue) for _ in envelopes]
+    assert {m.message_id for m in taken if m is not None} == {str(e.id) for e in envelopes}
+    assert all(m is not None and m.headers["x-unrouted-routing-key"] == "nobody.listens" for m in taken)

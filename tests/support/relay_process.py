@@ -13,10 +13,11 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.domain.events import EventEnvelope
+from craig.ports.messaging import Publisher
 from craig.usecases.events import OutboxRelay
 
 
-class SlowPublisher:
+class SlowPublisher(Publisher):
     def __init__(self, bus: RabbitEventBus) -> None:
         self.bus = bus
 

@@ -40,6 +40,7 @@ from craig.ports.messaging import (
     EventBus,
     Subscription,
     UnroutedEvents,
+    publish_each,
 )
 
 log = structlog.get_logger(__name__)
@@ -87,6 +88,11 @@ class InProcessBus(EventBus):
                 routed = True
         if not routed:
             await self.inbox.enqueue(UNROUTED, envelope, UNROUTED)
+
+    async def publish_many(self, envelopes: Sequence[EventEnvelope], *, window: int) -> list[Exception | None]:
+        """One :meth:`publish` after another: each is a short insert into the inbox table, and
+        one at a time keeps a batch to one pooled connection at once (``window`` is a bound)."""
+        return await publish_each(self, envelopes, window=1)
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
         await self.connect([subscription for subscription, _ in consumers])

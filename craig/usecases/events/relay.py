@@ -1,17 +1,21 @@
 """The outbox relay: ``drain_once`` publishes one batch.
 
 One batch: claim due events (``FOR UPDATE SKIP LOCKED``, per-aggregate order kept by the store),
-publish them with broker confirms — concurrently across aggregates, one after another within an
-aggregate — then mark the published ones with ONE statement and give the failed ones a capped,
-jittered backoff with ONE statement, and commit. A relay that dies mid-batch commits nothing:
-its events are published again by the next relay (at-least-once; the inbox absorbs duplicates).
+publish them with broker confirms, many in flight at once — in rounds: each round publishes the
+oldest unpublished event of every aggregate of the batch with ONE ``publish_many`` (at most
+``concurrency`` unconfirmed at a time), so two events of one aggregate are never in flight
+together, and an aggregate whose event was not confirmed (nack, return, timeout) publishes
+nothing more in this batch — then mark the confirmed ones with ONE statement and give the
+failed ones a capped, jittered backoff with ONE statement, and commit. Only confirmed events are
+marked published. A relay that dies mid-batch commits nothing: its events are published again
+by the next relay (at-least-once; the inbox absorbs duplicates).
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 
 import attrs
@@ -55,23 +59,35 @@ class OutboxRelay:
                 return DrainReport(0, 0, 0, time.perf_counter() - started)
             published: list[OutboxRecord] = []
             failures: list[PublishFailure] = []
-            gate = asyncio.Semaphore(self.concurrency)
-
-            async def publish_in_order(group: list[OutboxRecord]) -> None:
-                for record in group:
-                    try:
-                        async with gate:
-                            await self.publisher.publish(record.envelope)
-                    except Exception as error:
+            # Each aggregate's events, oldest first; a round takes the head of each.
+            queues = [deque(group) for group in _by_aggregate(events)]
+            while queues:
+                heads = [queue.popleft() for queue in queues]
+                outcomes = await self._publish_round(heads)
+                waiting: list[deque[OutboxRecord]] = []
+                for queue, record, error in zip(queues, heads, outcomes, strict=True):
+                    if error is not None:
                         delay = publish_backoff(record.attempts + 1, self.jitter())
                         failures.append(PublishFailure(record.id, describe(error), delay))
-                        return  # younger events of this aggregate wait for it
+                        continue  # younger events of this aggregate wait for it
                     published.append(record)
-
-            await asyncio.gather(*(publish_in_order(group) for group in _by_aggregate(events)))
+                    if queue:
+                        waiting.append(queue)
+                queues = waiting
             await batch.mark_published([record.id for record in published])
             await batch.mark_failed(failures)
         return DrainReport(len(events), len(published), len(failures), time.perf_counter() - started)
+
+    async def _publish_round(self, heads: list[OutboxRecord]) -> list[Exception | None]:
+        """One outcome per event; a publisher that fails as a whole fails each of them."""
+        try:
+            outcomes = await self.publisher.publish_many([r.envelope for r in heads], window=self.concurrency)
+        except Exception as error:
+            return [error] * len(heads)
+        if len(outcomes) != len(heads):  # never mark an event whose outcome is unknown
+            unknown = RuntimeError(f"the publisher gave {len(outcomes)} outcomes for {len(heads)} events")
+            return [unknown] * len(heads)
+        return outcomes
 
 
 def _by_aggregate(events: list[OutboxRecord]) -> list[list[OutboxRecord]]:
