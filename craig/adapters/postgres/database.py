@@ -17,7 +17,7 @@ from craig.adapters.telemetry import child_span_around
 from craig.domain.constants import (
     DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
     DATABASE_POOL_RECYCLE,
-    DATABASE_POOL_SIZE,
+    DATABASE_POOL_SIZE_WITHOUT_SETTINGS,
     DATABASE_STATEMENT_TIMEOUT_MS,
 )
 
@@ -46,7 +46,7 @@ class PostgresDatabase:
         self,
         url: str,
         *,
-        pool_size: int = DATABASE_POOL_SIZE,
+        pool_size: int = DATABASE_POOL_SIZE_WITHOUT_SETTINGS,
         max_overflow: int = DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
         statement_timeout_ms: int = DATABASE_STATEMENT_TIMEOUT_MS,
     ) -> None:
