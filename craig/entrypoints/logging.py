@@ -27,6 +27,10 @@ import structlog
 _OWN_HANDLERS = ("faststream", "faststream.access", "faststream.access.rabbit", "uvicorn", "uvicorn.error")
 #: Libraries that are chatty at INFO: they log at WARNING and above unless Craig logs at DEBUG.
 _QUIET_BELOW_DEBUG = ("sqlalchemy", "aio_pika", "aiormq", "faststream", "httpx", "httpcore", "asyncio", "alembic")
+#: Loggers that write what goes over the wire (SQL parameters and result rows, AMQP frames and
+#: message bodies, HTTP bodies): personal data. They log at WARNING and above at every level,
+#: DEBUG included.
+_WIRE = ("sqlalchemy.engine", "sqlalchemy.pool", "aio_pika", "aiormq", "httpcore")
 
 
 class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
@@ -121,4 +125,6 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
     uvicorn_access.disabled = True
     for name in _QUIET_BELOW_DEBUG:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else max(numeric, logging.WARNING))
+    for name in _WIRE:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
     logging.captureWarnings(True)

@@ -49,8 +49,17 @@ def test_chatty_libraries_log_from_warning_unless_craig_logs_at_debug(capsys: py
         logging.getLogger("uvicorn.error").info("Started server process")
     assert [line["logger"] for line in json_lines(capsys.readouterr().err)] == ["uvicorn.error"]
     with craig_logging("DEBUG"):
-        logging.getLogger("sqlalchemy.engine.Engine").info("SELECT 1")
-    assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["SELECT 1"]
+        logging.getLogger("faststream").debug("consumer started")
+        # what goes over the wire (SQL parameters and rows, AMQP bodies) is personal data: never logged
+        logging.getLogger("sqlalchemy.engine.Engine").info("SELECT 1 ('JANE-DOE',)")
+        logging.getLogger("aiormq.connection").debug("frame with a message body")
+    assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["consumer started"]
+
+
+def test_a_database_error_never_carries_the_statements_parameters() -> None:
+    from craig.adapters.postgres.database import PostgresDatabase
+
+    assert PostgresDatabase("postgresql://postgres@127.0.0.1:1/none").engine.sync_engine.hide_parameters
 
 
 def test_the_console_format_is_readable_lines(capsys: pytest.CaptureFixture[str]) -> None:

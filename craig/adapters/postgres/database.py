@@ -62,6 +62,8 @@ class PostgresDatabase:
             # and SQLAlchemy invalidates the whole pool at once.
             pool_pre_ping=False,
             pool_recycle=int(DATABASE_POOL_RECYCLE.total_seconds()),
+            # An error's text never carries the statement's parameters (personal data) into a log.
+            hide_parameters=True,
             connect_args={"server_settings": {"statement_timeout": str(statement_timeout_ms)}},
         )
 
