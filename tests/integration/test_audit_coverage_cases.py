@@ -22,7 +22,7 @@ from craig.domain.access import Role
 from craig.domain.audit import AuditEntry, AuditOutcome
 from craig.domain.audit_query import AuditFilter
 from craig.entrypoints.container import Container
-from craig.ports.errors import DatabaseUnavailable
+from craig.ports.errors import DatabaseUnavailable, ObjectStoreUnavailable
 from tests.support.apps import auth, serving
 from tests.support.files import png_bytes
 
@@ -424,3 +424,22 @@ async def test_a_write_under_an_idempotency_key_whose_entry_fails_is_retried_who
     assert retried.status_code == 201, retried.text
     case_id = retried.json()["id"]
     expect(await api.entry_of(rid), api.ann, "create", "case", case_id, case_id=case_id)
+
+
+async def test_a_download_the_object_store_cannot_serve_is_not_recorded_as_served(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case_id = (await api.case())["id"]
+    contact_id = (await api.contact(case_id))["id"]
+    attachments = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
+    uploaded, _ = await api.call("POST", attachments, api.ann, files={"file": ("p.png", PNG, "image/png")})
+    assert uploaded.status_code == 201, uploaded.text
+    store = api.container.object_store()
+
+    async def down(*_args: object, **_kwargs: object) -> None:
+        raise ObjectStoreUnavailable("the object store does not answer")
+
+    monkeypatch.setattr(store, "open", down)
+    served, rid = await api.call("GET", f"{attachments}/{uploaded.json()['id']}/content", api.ann)
+    assert served.status_code == 503, served.text
+    assert [e for e in await api.entries() if e.request_id == rid] == []

@@ -18,6 +18,7 @@ with the same ``correlation_id``, which the partner uses to dedupe.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -305,7 +306,9 @@ class SendJobScheduler:
 
     def _watch(self) -> None:
         if self._watchdog is None or self._watchdog.done():
-            self._watchdog = asyncio.create_task(self._watchdog_loop(), name="send-job-deadlines")
+            self._watchdog = asyncio.create_task(
+                self._watchdog_loop(), name="send-job-deadlines", context=contextvars.Context()
+            )
 
     async def _watchdog_loop(self) -> None:
         """Cancels sends that outlive their deadline: one timer per worker, not one per job."""
@@ -332,7 +335,11 @@ class SendJobScheduler:
         else:
             self._outcomes.extend(outcomes)
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_later(), name="send-job-outcomes")
+            # A fresh context: the task is started from inside one job's dispatch, whose request id
+            # and trace must not stick to the outcomes of every job it flushes later.
+            self._flusher = asyncio.create_task(
+                self._flush_later(), name="send-job-outcomes", context=contextvars.Context()
+            )
 
     async def _flush_later(self) -> None:
         """Record outcomes no pass has taken within ``SEND_OUTCOME_FLUSH_DELAY`` of the oldest."""

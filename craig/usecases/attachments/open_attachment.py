@@ -1,10 +1,11 @@
 """Use case: download an attachment.
 
 Only a ``present`` attachment is served: a ``pending`` one may still be writing and a
-``failed`` one did not pass verification, and both answer 404. The row is read, and the
-download recorded in the audit trail (a refused one as ``denied``), in a short block; the blob
-then streams from the object store with no database transaction open. A download whose entry
-cannot be written is not served.
+``failed`` one did not pass verification, and both answer 404. The row is read in a short
+block (a refusal is recorded as ``denied``), the blob is opened with no transaction held, and
+only then is the download recorded in the audit trail: a download the object store cannot serve
+leaves no ``download`` entry, and one whose entry cannot be written is not served (the blob is
+closed unread). The blob then streams with no database transaction open.
 """
 
 from __future__ import annotations
@@ -49,11 +50,17 @@ class OpenAttachment:
                 attachment = await visible_attachment(self.uow, principal, case_id, contact_id, attachment_id)
                 if not attachment.downloadable:
                     raise NotFound("attachment", attachment_id)
-                await record(self.uow, principal, download, ATTACHMENT, attachment_id, case_id=case_id)
-                await self.uow.commit()
+        # The blob is opened first, with no transaction held: a download the object store cannot
+        # serve (down: 503; no blob: 404) is not recorded as served.
         blob = await self.object_store.open(attachment.object_key, ATTACHMENT_DOWNLOAD_CHUNK_BYTES)
         if blob is None:
-            # Its entry says it was served; the log says it was not (a present row has a blob).
             log.error("present attachment has no blob", attachment_id=str(attachment.id))
             raise NotFound("attachment", attachment_id)
+        try:
+            async with self.uow:
+                await record(self.uow, principal, download, ATTACHMENT, attachment_id, case_id=case_id)
+                await self.uow.commit()
+        except BaseException:  # not recorded, not served
+            await blob.aclose()
+            raise
         return attachment, blob
