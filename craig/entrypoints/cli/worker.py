@@ -24,7 +24,8 @@ def worker() -> int:
     the cleanup worker and the audit sealer, in one process; start as many as you like, on any
     machine (they coordinate through PostgreSQL row locks). /health/live, /health/ready and
     /metrics are served on CRAIG_WORKERS__METRICS_PORT (default 9464, 0: none) at
-    CRAIG_HTTP__HOST. SIGTERM or Ctrl-C finish the work in hand and exit 0.
+    CRAIG_HTTP__HOST; a second worker on the same host needs a port of its own (or 0).
+    SIGTERM or Ctrl-C finish the work in hand and exit 0.
     """
     from craig.entrypoints.ops_server import CannotListen
     from craig.entrypoints.workers.health import worker_health_server
