@@ -391,10 +391,28 @@ async def test_exchange_transactions_and_job_retries_record_their_entries(exchan
     api = exchange.api
     sue, wes, stan = api.supervisor, api.worker, api.stranger
     admin = api.person(Role.ADMIN, "Ada")
-    partner = await api.client.post(
-        "/v1/exchange/partners", json=registration(exchange.base, "County", rate_limit_rpm=6000), headers=admin.headers
+    refused_registration = await api.call(
+        "POST", "/v1/exchange/partners", sue, json=registration(exchange.base, "County", rate_limit_rpm=6000)
+    )
+    assert refused_registration.status_code == 403
+    assert await api.entries() == [expected(sue, "create", "partner", outcome="denied")]
+    partner = await api.call(
+        "POST", "/v1/exchange/partners", admin, json=registration(exchange.base, "County", rate_limit_rpm=6000)
     )
     assert partner.status_code == 201, partner.text
+    assert await api.entries() == [expected(admin, "create", "partner", partner.json()["id"])]
+
+    # A read of the partner's records (third-party data that may name a child) records their ids.
+    exchange.fake.records = [{"id": f"r-{n}", "type": "referral"} for n in range(3)]
+    partner_id = partner.json()["id"]
+    records = await api.call("GET", f"/v1/exchange/partners/{partner_id}/records", wes, params={"per_page": "2"})
+    assert records.status_code == 200, records.text
+    assert await api.entries() == [expected(wes, "read", "partner_records", partner_id, resource_ids=["r-0", "r-1"])]
+    shown = await api.call("GET", f"/v1/exchange/partners/{partner_id}", wes)
+    assert shown.status_code == 200, shown.text
+    assert await api.entries() == [
+        expected(wes, "read", "partner_records", partner_id, resource_ids=["r-0", "r-1", "r-2"])
+    ]
     exchange.fake.fail_each, exchange.fake.fail_status = 1, 422
 
     body = {"partner_ids": [partner.json()["id"]], "payload": {"case": "c-1"}}

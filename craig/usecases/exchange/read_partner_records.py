@@ -10,14 +10,16 @@ from __future__ import annotations
 from typing import Protocol
 from uuid import UUID
 
+from craig.domain.access import Principal
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord, parse_record
 from craig.ports.exchange import HasPartnerRateLimits, HasPartners, PartnerGateway
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork
 from craig.usecases.exchange.partner_api import PartnerApi, fetch_page, find_partner
+from craig.usecases.exchange.partner_audit import record_records_read
 
 
-class ReadPartnerRecordsWork(UnitOfWork, HasPartners, HasPartnerRateLimits, Protocol):
+class ReadPartnerRecordsWork(AuditWork, HasPartners, HasPartnerRateLimits, Protocol):
     """The unit of work :class:`ReadPartnerRecords` uses."""
 
 
@@ -28,6 +30,9 @@ class ReadPartnerRecords:
         self.uow = uow
         self.api = PartnerApi(gateway, uow)
 
-    async def __call__(self, partner_id: UUID, page: PageRequest) -> Page[PartnerRecord]:
+    async def __call__(self, principal: Principal, partner_id: UUID, page: PageRequest) -> Page[PartnerRecord]:
+        """The read is recorded (the records' ids) before the page is served."""
         partner = await find_partner(self.uow, partner_id)
-        return await fetch_page(self.api, partner, partner.records_path, page, parse_record)
+        found = await fetch_page(self.api, partner, partner.records_path, page, parse_record)
+        await record_records_read(self.uow, principal, partner_id, found.items)
+        return found

@@ -11,14 +11,16 @@ from typing import Protocol
 import attrs
 
 from craig.domain.access import Principal, Role
+from craig.domain.audit import AuditAction
 from craig.domain.partners import Partner, PartnerNameTaken, new_partner
 from craig.ports.clock import Clock
 from craig.ports.exchange import HasPartners
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.exchange.partner_audit import PARTNER
 from craig.usecases.ids import new_id
 
 
-class RegisterPartnerWork(UnitOfWork, HasPartners, Protocol):
+class RegisterPartnerWork(AuditWork, HasPartners, Protocol):
     """The unit of work :class:`RegisterPartner` uses."""
 
 
@@ -43,10 +45,12 @@ class RegisterPartner:
         self.clock = clock
 
     async def __call__(self, principal: Principal, command: PartnerRegistration) -> Partner:
-        principal.require(Role.ADMIN)
-        partner = new_partner(id=new_id(), now=self.clock.now(), **attrs.asdict(command))
-        async with self.uow:
-            if not await self.uow.partners.add(partner):
-                raise PartnerNameTaken(partner.name)
-            await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.CREATE, PARTNER):
+            principal.require(Role.ADMIN)
+            partner = new_partner(id=new_id(), now=self.clock.now(), **attrs.asdict(command))
+            async with self.uow:
+                if not await self.uow.partners.add(partner):
+                    raise PartnerNameTaken(partner.name)
+                await record(self.uow, principal, AuditAction.CREATE, PARTNER, partner.id)
+                await self.uow.commit()
         return partner

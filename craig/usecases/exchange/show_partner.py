@@ -12,16 +12,18 @@ from uuid import UUID
 
 import attrs
 
+from craig.domain.access import Principal
 from craig.domain.constants import PARTNER_RECORDS_PREVIEW_SIZE
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord, parse_record
 from craig.domain.partners import Partner
 from craig.ports.exchange import HasPartnerRateLimits, HasPartners, PartnerGateway
-from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.record import AuditWork
 from craig.usecases.exchange.partner_api import PartnerApi, fetch_page_or_empty, find_partner
+from craig.usecases.exchange.partner_audit import record_records_read
 
 
-class ShowPartnerWork(UnitOfWork, HasPartners, HasPartnerRateLimits, Protocol):
+class ShowPartnerWork(AuditWork, HasPartners, HasPartnerRateLimits, Protocol):
     """The unit of work :class:`ShowPartner` uses."""
 
 
@@ -40,9 +42,11 @@ class ShowPartner:
         self.uow = uow
         self.api = PartnerApi(gateway, uow)
 
-    async def __call__(self, partner_id: UUID) -> PartnerOverview:
+    async def __call__(self, principal: Principal, partner_id: UUID) -> PartnerOverview:
+        """The preview's read is recorded (the records' ids) before it is served."""
         partner = await find_partner(self.uow, partner_id)
         preview, degraded = await fetch_page_or_empty(
             self.api, partner, partner.records_path, PageRequest(1, PARTNER_RECORDS_PREVIEW_SIZE), parse_record
         )
+        await record_records_read(self.uow, principal, partner_id, preview.items)
         return PartnerOverview(partner, preview, degraded)

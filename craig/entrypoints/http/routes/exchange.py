@@ -225,8 +225,10 @@ async def list_partners(
 
 
 @get("/exchange/partners/{partner_id:uuid}", tags=TAGS, summary="A partner and a preview of its records")
-async def show_partner(partner_id: FromPath[UUID], show_partner: NamedDependency[ShowPartner]) -> PartnerDetail:
-    overview = await show_partner(partner_id)
+async def show_partner(
+    partner_id: FromPath[UUID], principal: Me, show_partner: NamedDependency[ShowPartner]
+) -> PartnerDetail:
+    overview = await show_partner(principal, partner_id)
     return PartnerDetail(_partner(overview.partner), _records(overview.recent_records), overview.degraded)
 
 
@@ -238,13 +240,14 @@ async def show_partner(partner_id: FromPath[UUID], show_partner: NamedDependency
 )
 async def list_partner_records(
     partner_id: FromPath[UUID],
+    principal: Me,
     read_partner_records: NamedDependency[ReadPartnerRecords],
     page: FromQuery[int] = 1,
     per_page: FromQuery[int] = DEFAULT_PAGE_SIZE,
 ) -> RecordPage:
     request = PageRequest(page=page, per_page=per_page)
     async with _upstream_as_502():
-        return _records(await read_partner_records(partner_id, request))
+        return _records(await read_partner_records(principal, partner_id, request))
 
 
 @post(
