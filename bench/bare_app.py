@@ -429,6 +429,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
+    parser.add_argument("--loop", default="auto", help="uvicorn's loop (auto: uvloop when installed)")
+    parser.add_argument("--http", default="auto", help="uvicorn's HTTP parser (auto: httptools when installed)")
     args = parser.parse_args()
     # The settings `craig serve` gives uvicorn.
     uvicorn.run(
@@ -441,6 +443,8 @@ def main() -> None:
         access_log=False,
         lifespan="on",
         proxy_headers=False,
+        loop=args.loop,
+        http=args.http,
     )
 
 
