@@ -78,7 +78,9 @@ def clean_text(value: object) -> str | None:
     characters; empty becomes None. Recording an action never fails on what a client sent."""
     if value is None:
         return None
-    text = "".join(ch for ch in str(value) if unicodedata.category(ch) not in ("Cc", "Cs"))
+    text = str(value)
+    if not text.isprintable():  # printable text holds no control character and no surrogate
+        text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs"))
     text = text.strip()[:AUDIT_TEXT_MAX_LENGTH]
     return text or None
 

@@ -441,6 +441,10 @@ AUDIT_TEXT_MAX_LENGTH: Final = 200
 AUDIT_UNSEALED_ALERT: Final = timedelta(minutes=10)
 #: Clock skew tolerated on a token's ``exp``/``nbf`` (``CRAIG_AUTH__LEEWAY_SECONDS``).
 JWT_LEEWAY: Final = timedelta(seconds=30)
+#: Tokens a process remembers as verified (a client sends the same token with each request, and
+#: checking its signature was about a tenth of a request's CPU). One is served from memory only
+#: while it is unexpired and signed by a key still in force; the oldest are forgotten first.
+JWT_VERIFIED_CACHE_SIZE: Final = 4096
 #: A production HS256 secret shorter than this is refused at startup.
 JWT_SECRET_MIN_BYTES: Final = 32
 #: Random bytes of the JWT secret the embedded and memory profiles generate on first run.

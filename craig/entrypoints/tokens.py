@@ -12,14 +12,18 @@ shared, never holding up tokens whose key is known).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+import attrs
 import jwt
 import jwt.types
 
 from craig.domain.access import Principal, Role
+from craig.domain.constants import JWT_VERIFIED_CACHE_SIZE
 from craig.entrypoints.jwks import ASYMMETRIC_ALGORITHMS, JwksKeySet
 from craig.entrypoints.settings import AuthSettings
 
@@ -38,10 +42,28 @@ def key_set_for(settings: AuthSettings) -> JwksKeySet | None:
     )
 
 
+@attrs.frozen
+class _Verified:
+    principal: Principal
+    #: Unix time from which it is expired (``exp`` plus the leeway).
+    expires: float
+    kid: str | None
+    key: object
+
+
 class TokenVerifier:
-    def __init__(self, settings: AuthSettings, key_set: JwksKeySet | None = None) -> None:
+    """Verifies tokens, and remembers the last :data:`JWT_VERIFIED_CACHE_SIZE` it verified: a
+    remembered token is accepted again without checking its signature while it is unexpired
+    (``exp`` plus the leeway, on ``now``) and, with a JWKS, while the key that signed it is still
+    the key set's key for its ``kid``. Only tokens that passed every check are remembered."""
+
+    def __init__(
+        self, settings: AuthSettings, key_set: JwksKeySet | None = None, *, now: Callable[[], float] = time.time
+    ) -> None:
         self._settings = settings
         self._jwks = key_set if key_set is not None else key_set_for(settings)
+        self._now = now
+        self._verified: OrderedDict[str, _Verified] = OrderedDict()
 
     @property
     def uses_jwks(self) -> bool:
@@ -66,11 +88,33 @@ class TokenVerifier:
     def verify(self, token: str) -> Principal:
         """The token's principal, or :class:`InvalidToken`. Never does I/O: with a JWKS, only
         the keys already fetched count."""
+        known = self._verified.get(token)
+        if known is not None:
+            if self._now() < known.expires and self._key_in_force(known):
+                self._verified.move_to_end(token)
+                return known.principal
+            del self._verified[token]
+        return self._check(token)
+
+    def _key_in_force(self, known: _Verified) -> bool:
+        if self._jwks is None:
+            return known.key is self._settings.jwt_secret
+        jwk = self._jwks.key(known.kid) if known.kid is not None else None
+        return jwk is not None and jwk.key is known.key
+
+    def _remember(self, token: str, verified: _Verified) -> None:
+        self._verified[token] = verified
+        if len(self._verified) > JWT_VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+
+    def _check(self, token: str) -> Principal:
+        kid: str | None = None
         options: jwt.types.Options = {"require": ["exp", "iss", "aud", "sub"]}
         header = self._header(token)
         try:
             if self._jwks is not None:
-                jwk = self._jwks.key(self._asymmetric_kid(header))
+                kid = self._asymmetric_kid(header)
+                jwk = self._jwks.key(kid)
                 if jwk is None:
                     raise InvalidToken("token signing key unknown")
                 key: Any = jwk.key
@@ -97,7 +141,13 @@ class TokenVerifier:
             raise InvalidToken("token not yet valid") from None
         except jwt.InvalidTokenError as error:
             raise InvalidToken(f"invalid token: {error}") from None
-        return principal_from_claims(claims)
+        principal = principal_from_claims(claims)
+        try:
+            expires = float(claims["exp"]) + self._settings.leeway_seconds
+        except (TypeError, ValueError):  # PyJWT checked it is a number; never remember otherwise
+            return principal
+        self._remember(token, _Verified(principal, expires, kid, key))
+        return principal
 
     @staticmethod
     def _header(token: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ detected, and named for what it is, at the link it was done to."""
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from craig.domain.audit import GENESIS_HASH, AuditAction, AuditEntry, AuditOutcome, canonical, chain_hash
+from craig.domain.audit import GENESIS_HASH, AuditAction, AuditEntry, AuditOutcome, canonical, chain_hash, clean_text
 from craig.domain.audit_chain import (
     GENESIS,
     BreakReason,
@@ -23,6 +24,7 @@ from craig.domain.audit_chain import (
     seal,
 )
 from craig.domain.audit_verify import verify_chain
+from craig.domain.constants import AUDIT_TEXT_MAX_LENGTH
 from craig.domain.errors import InvalidInput
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -204,3 +206,9 @@ def test_entries_keep_no_control_characters_and_refuse_what_code_got_wrong() -> 
             AuditEntry(**{"id": uuid.uuid4(), "action": "read", "resource_type": "case", **bad})  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         canonical(entry)  # neither written nor sealed
+
+
+@given(st.text() | st.from_regex(r"[\x00-\x1f\ud800-\udfff a-z]*", fullmatch=True))
+def test_clean_text_removes_control_characters_and_surrogates_and_nothing_else(value: str) -> None:
+    slow = "".join(ch for ch in value if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
+    assert clean_text(value) == (slow[:AUDIT_TEXT_MAX_LENGTH] or None)

@@ -126,3 +126,84 @@ def test_mint_refuses_when_a_jwks_is_configured() -> None:
             name="A",
             ttl_seconds=60,
         )
+
+
+# --- tokens verified once are remembered --------------------------------------------------------
+
+
+class CountingDecode:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.real = jwt.decode
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.real(*args, **kwargs)
+
+
+@pytest.fixture
+def decode(monkeypatch: pytest.MonkeyPatch) -> CountingDecode:
+    counting = CountingDecode()
+    monkeypatch.setattr(jwt, "decode", counting)
+    return counting
+
+
+def test_a_verified_token_is_accepted_again_without_checking_its_signature(decode: CountingDecode) -> None:
+    verifier = TokenVerifier(SETTINGS)
+    token = hs256(claims())
+    first, second = verifier.verify(token), verifier.verify(token)
+    assert first == second and decode.calls == 1
+
+
+def test_a_remembered_token_past_its_expiry_and_the_leeway_is_checked_again(decode: CountingDecode) -> None:
+    now = [time.time()]
+    verifier = TokenVerifier(SETTINGS, now=lambda: now[0])
+    expires = int(now[0]) + 5
+    token = hs256(claims(exp=expires))
+    verifier.verify(token)
+    now[0] = expires + SETTINGS.leeway_seconds - 0.5
+    verifier.verify(token)
+    assert decode.calls == 1
+    now[0] = expires + SETTINGS.leeway_seconds
+    verifier.verify(token)  # checked again (jwt.decode still accepts it on the real clock)
+    assert decode.calls == 2
+
+
+def test_tokens_that_fail_are_never_remembered_and_the_memory_is_bounded(
+    decode: CountingDecode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = TokenVerifier(SETTINGS)
+    bad = hs256(claims(), key="another-secret-that-is-also-32-bytes-long")
+    for _ in range(2):
+        with pytest.raises(InvalidToken):
+            verifier.verify(bad)
+    assert decode.calls == 2
+    monkeypatch.setattr("craig.entrypoints.tokens.JWT_VERIFIED_CACHE_SIZE", 3)
+    tokens = [hs256(claims()) for _ in range(4)]
+    for token in tokens:
+        verifier.verify(token)
+    decode.calls = 0
+    verifier.verify(tokens[0])  # the oldest was forgotten
+    verifier.verify(tokens[3])
+    assert decode.calls == 1
+
+
+def test_a_remembered_token_whose_key_was_withdrawn_is_refused() -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = jwt.PyJWK.from_dict(
+        {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key())), "kid": "k1", "alg": "RS256"}
+    )
+
+    class KeySet:
+        keys: dict[str, jwt.PyJWK] = {"k1": public}
+
+        def key(self, kid: str) -> jwt.PyJWK | None:
+            return self.keys.get(kid)
+
+    key_set = KeySet()
+    verifier = TokenVerifier(AuthSettings(jwks_url="http://127.0.0.1:9/jwks.json"), key_set)  # type: ignore[arg-type]
+    token = jwt.encode(claims(), private, algorithm="RS256", headers={"kid": "k1"})
+    assert verifier.verify(token).name == "Ann"
+    key_set.keys = {}
+    with pytest.raises(InvalidToken, match="signing key unknown"):
+        verifier.verify(token)
