@@ -287,7 +287,7 @@ class Container(containers.DeclarativeContainer):
 
 #: The only place that maps a profile to anything.
 PROFILES: Mapping[Profile, ProfileWiring] = {
-    Profile.MEMORY: ProfileWiring(MemoryAdapters, with_dev_secrets),
+    Profile.MEMORY: ProfileWiring(MemoryAdapters, with_dev_secrets, one_process_only=True),
     Profile.EMBEDDED: ProfileWiring(EmbeddedAdapters, with_dev_secrets),
     # Production must supply its own secrets: startup refuses when they are missing.
     Profile.PRODUCTION: ProfileWiring(ProductionAdapters, as_given),
@@ -297,6 +297,12 @@ PROFILES: Mapping[Profile, ProfileWiring] = {
 def complete_settings(settings: Settings) -> Settings:
     """The settings as the profile completes them (development secrets for memory/embedded)."""
     return PROFILES[settings.profile].complete_settings(settings)
+
+
+def one_process_only(settings: Settings) -> bool:
+    """Whether the profile keeps its data in the process, so several server processes cannot
+    share it (``craig serve --workers N``)."""
+    return PROFILES[settings.profile].one_process_only
 
 
 def build_container(settings: Settings, adapters: type[containers.DeclarativeContainer] | None = None) -> Container:

@@ -20,9 +20,8 @@ import structlog
 from craig.domain.constants import SERVE_MAX_WORKERS
 from craig.entrypoints.bootstrap import bootstrap, prepare_settings
 from craig.entrypoints.cli.common import ExitCode, Refused, exit_codes
-from craig.entrypoints.container import Container, build_container
+from craig.entrypoints.container import Container, build_container, one_process_only
 from craig.entrypoints.runtime import running
-from craig.entrypoints.settings import Profile
 
 if TYPE_CHECKING:
     import uvicorn
@@ -76,7 +75,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     settings = container.settings()
     host = host or settings.http.host
     port = settings.http.port if port is None else port
-    if workers > 1 and settings.profile is Profile.MEMORY:
+    if workers > 1 and one_process_only(settings):
         raise click.UsageError(
             "--workers above 1 needs the embedded or production profile: each process of the "
             "memory profile would keep its own data (CRAIG_PROFILE)"

@@ -34,6 +34,8 @@ class ProfileWiring:
 
     adapters: type[containers.DeclarativeContainer]
     complete_settings: Callable[[Settings], Settings]
+    #: Its data lives in the process (memory): ``craig serve --workers N`` cannot share it.
+    one_process_only: bool = False
 
 
 def as_given(settings: Settings) -> Settings:
