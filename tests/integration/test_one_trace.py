@@ -64,7 +64,8 @@ async def container(
     )
     made = make_container(settings)
     made.event_bus.override(providers.Object(rabbit_bus(rabbit_url, broker_names)))
-    broker_names.queue("trace-probe")
+    for name in ("trace-probe", *(f"trace-probe.retry.{n}" for n in range(1, 6)), "dead-letters"):
+        broker_names.queue(name)  # deleted after the test
     async with running(made):
         try:
             yield made

@@ -136,7 +136,8 @@ async def test_the_consumer_logs_with_the_request_id_of_the_event_it_handles(
 ) -> None:
     container = make_container(make_settings("postgres", tmp_path, pg_url, inbox=FAST_RETRIES))
     container.event_bus.override(providers.Object(rabbit_bus(rabbit_url, broker_names)))
-    broker_names.queue("request-id-probe")
+    for name in ("request-id-probe", *(f"request-id-probe.retry.{n}" for n in range(1, 6)), "dead-letters"):
+        broker_names.queue(name)  # deleted after the test
     probe = Probe()
     subscription = Subscription("request-id-probe", (CASE_OPENED.name,), probe)
     body: dict[str, Any] = NEW_CASE
