@@ -57,6 +57,7 @@ async def instance(
     container = apps.make_container(settings)
     container.event_bus.override(providers.Object(rabbit_bus(rabbit_url, names, instance=name)))
     names.queues.append(f"{names.queue_prefix}.rules-cache.{name}")
+    names.queue("dead-letters")  # deleted after the test (the retry queues expire by themselves)
     app = create_app(container, lifespans=[lambda _app: workers_running(container, loops=[relay_loop(container)])])
     async with live_server(app) as base, httpx.AsyncClient(base_url=base, timeout=30) as client:
         yield container, client

@@ -56,6 +56,7 @@ def _alive(pid: int) -> bool:
 def _production(
     tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames, s3_server: SeaweedS3, s3_bucket: str
 ) -> dict[str, str]:
+    broker_names.queue("dead-letters")  # deleted after the test (the retry queues expire by themselves)
     return _environment(
         tmp_path,
         CRAIG_PROFILE="production",
