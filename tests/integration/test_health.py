@@ -146,6 +146,7 @@ async def test_a_broker_that_comes_back_is_reached_without_a_restart(
     port = free_port()
     rabbit = httpx.URL(rabbit_url)
     url = f"amqp://{rabbit.username}:{rabbit.password}@127.0.0.1:{port}/"
+    broker_names.queue("dead-letters")  # deleted after the test
     container = build_container(production(tmp_path, pg_url, url, broker_names))
     check = health_checks(container)["broker"]
     async with running(container, tolerate=("object_store", "broker")):
