@@ -62,6 +62,7 @@ async def _stage_concurrently(database: PostgresDatabase, writers: int, aggregat
 
 
 async def _collector(url: str, names: BrokerNames) -> tuple[aio_pika.abc.AbstractRobustConnection, list[dict]]:
+    names.queue("dead-letters")  # the buses declare it; deleted after the test
     connection = await aio_pika.connect_robust(url)
     channel = await connection.channel()
     exchange = await channel.declare_exchange(  # as Craig declares it
