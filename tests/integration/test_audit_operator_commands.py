@@ -10,8 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ import pytest
 from dependency_injector import providers
 
 from craig.entrypoints.cli.dlx import replay_dead_letters
-from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
 from tests.support import apps
 from tests.support.audit import superuser
+from tests.support.dead_letters import BrokenDeadLetters, dead_letter
 from tests.support.services import BrokerNames, free_port
 
 pytestmark = pytest.mark.integration
@@ -109,43 +108,9 @@ async def test_dlx_replay_records_the_ids_asked_for_or_all(
     ]
 
 
-def _letter() -> DeadLetterInfo:
-    return DeadLetterInfo(
-        event_id=uuid.uuid4(),
-        event_type="cases.case_opened",
-        consumer="recorder",
-        queue="craig.recorder",
-        retry_count=5,
-        last_error="attempt 6 failed",
-        first_failed_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-    )
-
-
-class BrokenDeadLetters(DeadLetterQueue):
-    """A broker that fails in the middle of a replay."""
-
-    def __init__(self, letters: Sequence[DeadLetterInfo]) -> None:
-        self.letters = list(letters)
-
-    async def peek(self, limit: int) -> list[DeadLetterInfo]:
-        return self.letters[:limit]
-
-    async def count(self) -> int:
-        return len(self.letters)
-
-    async def replay(
-        self,
-        event_ids: Sequence[uuid.UUID] | None,
-        limit: int,
-        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
-    ) -> list[DeadLetterInfo]:
-        await before_requeue(self.letters[0])
-        raise ConnectionError("the broker went away")
-
-
 async def test_a_replay_that_fails_halfway_is_still_recorded(tmp_path: Path, pg_url: str) -> None:
     container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
-    letters = [_letter(), _letter()]
+    letters = [dead_letter(), dead_letter()]
     container.dead_letters.override(providers.Object(BrokenDeadLetters(letters)))
     with pytest.raises(ConnectionError):
         await replay_dead_letters(container, [letter.event_id for letter in letters], 10)

@@ -105,6 +105,19 @@ def test_the_memory_profile_refuses_several_workers(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def _serve_two_workers(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``craig serve --workers 2`` in a session of its own (so a failed test can stop the
+    children too), its output in ``log``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [CRAIG, "serve", "--port", str(port), "--workers", "2"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def test_two_workers_answer_on_one_port_and_sigterm_stops_them_all(
     tmp_path: Path,
     pg_url: str,
@@ -116,14 +129,7 @@ def test_two_workers_answer_on_one_port_and_sigterm_stops_them_all(
     port = free_port()
     env = _production(tmp_path, pg_url, rabbit_url, broker_names, s3_server, s3_bucket)
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [CRAIG, "serve", "--port", str(port), "--workers", "2"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # so that a failed test can stop the children too
-        )
+    process = _serve_two_workers(port, env, log)
     children: set[int] = set()
     try:
         base = f"http://127.0.0.1:{port}"
@@ -172,14 +178,7 @@ def test_the_children_stop_when_the_parent_is_killed(
     port = free_port()
     env = _production(tmp_path, pg_url, rabbit_url, broker_names, s3_server, s3_bucket)
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [CRAIG, "serve", "--port", str(port), "--workers", "2"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = _serve_two_workers(port, env, log)
     children: set[int] = set()
     try:
         deadline = time.monotonic() + 180  # a bound that only stops a hung test

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import select
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,9 @@ from dependency_injector import providers
 
 from craig.entrypoints.cli.dlx import replay_dead_letters
 from craig.entrypoints.cli.progress import ProgressBar
-from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
 from craig.usecases.events import DeadLetterOperations
 from tests.support import apps
+from tests.support.dead_letters import FakeDeadLetters, dead_letter
 
 pytestmark = pytest.mark.unit
 
@@ -104,44 +102,9 @@ def test_on_a_pipe_progress_is_whole_lines_throttled_with_the_last_always_writte
     assert lines[2].endswith("[##############################] 100% 10/10  1.4/s")
 
 
-class FakeDeadLetters(DeadLetterQueue):
-    def __init__(self, letters: Sequence[DeadLetterInfo]) -> None:
-        self.letters = list(letters)
-
-    async def peek(self, limit: int) -> list[DeadLetterInfo]:
-        return self.letters[:limit]
-
-    async def count(self) -> int:
-        return len(self.letters)
-
-    async def replay(
-        self,
-        event_ids: Sequence[uuid.UUID] | None,
-        limit: int,
-        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
-    ) -> list[DeadLetterInfo]:
-        chosen = [x for x in self.letters if event_ids is None or x.event_id in event_ids][:limit]
-        for letter in chosen:
-            await before_requeue(letter)
-            self.letters.remove(letter)
-        return chosen
-
-
-def _letter() -> DeadLetterInfo:
-    return DeadLetterInfo(
-        event_id=uuid.uuid4(),
-        event_type="cases.case_opened",
-        consumer="recorder",
-        queue="craig.recorder",
-        retry_count=5,
-        last_error="attempt 6 failed",
-        first_failed_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-    )
-
-
 async def test_replay_reports_its_progress_with_what_is_known_beforehand(tmp_path: Path) -> None:
     container = apps.make_container(apps.make_settings("memory", tmp_path))
-    letters = [_letter() for _ in range(3)]
+    letters = [dead_letter() for _ in range(3)]
     operations = DeadLetterOperations(FakeDeadLetters(letters), container.uow)
     calls: list[tuple[int, int]] = []
     missing = uuid.uuid4()
@@ -159,7 +122,7 @@ async def test_dlx_replay_prints_progress_on_stderr_and_the_letters_on_stdout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     container = apps.make_container(apps.make_settings("memory", tmp_path))
-    letters = [_letter() for _ in range(4)]
+    letters = [dead_letter() for _ in range(4)]
     container.dead_letters.override(providers.Object(FakeDeadLetters(letters)))
     read, write = os.pipe()
     with open(write, "w", closefd=True) as stderr:

@@ -110,8 +110,9 @@ class PostgresAuditRepository(AuditRepository):
         stored = []
         async with db_errors():
             for entry in entries:
-                at = (await self.session.execute(_INSERT, _values(entry))).scalar_one()
-                stored.append(entry_from_row({**_values(entry), "at": at}, None))
+                values = _values(entry)
+                at = (await self.session.execute(_INSERT, values)).scalar_one()
+                stored.append(entry_from_row({**values, "at": at}, None))
         return stored
 
     async def list(self, where: AuditFilter, limit: int, cursor: AuditCursor | None = None) -> AuditPage:

@@ -17,7 +17,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.errors import NotFound
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import ATTACHMENT
+from craig.usecases.audit.resource_types import ATTACHMENT
 from craig.usecases.cases.visibility import visible_contact
 
 
@@ -49,9 +49,8 @@ class GetAttachment:
 
     async def __call__(self, principal: Principal, case_id: UUID, contact_id: UUID, attachment_id: UUID) -> Attachment:
         read = AuditAction.READ
-        async with refusals_recorded(self.uow, principal, read, ATTACHMENT, attachment_id, case_id=case_id):
-            async with self.uow:
-                attachment = await visible_attachment(self.uow, principal, case_id, contact_id, attachment_id)
-                await record(self.uow, principal, read, ATTACHMENT, attachment_id, case_id=case_id)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, read, ATTACHMENT, attachment_id, case_id=case_id), self.uow:
+            attachment = await visible_attachment(self.uow, principal, case_id, contact_id, attachment_id)
+            await record(self.uow, principal, read, ATTACHMENT, attachment_id, case_id=case_id)
+            await self.uow.commit()
         return attachment

@@ -17,7 +17,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import ATTACHMENT
+from craig.usecases.audit.resource_types import ATTACHMENT
 from craig.usecases.cases.visibility import visible_contact
 
 
@@ -34,11 +34,10 @@ class ListAttachments:
     async def __call__(
         self, principal: Principal, case_id: UUID, contact_id: UUID, page: PageRequest
     ) -> Page[Attachment]:
-        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id):
-            async with self.uow:
-                await visible_contact(self.uow, principal, case_id, contact_id)
-                found = await self.uow.attachments.list_for_contact(contact_id, page)
-                ids = [attachment.id for attachment in found.items]
-                await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id), self.uow:
+            await visible_contact(self.uow, principal, case_id, contact_id)
+            found = await self.uow.attachments.list_for_contact(contact_id, page)
+            ids = [attachment.id for attachment in found.items]
+            await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
+            await self.uow.commit()
         return found

@@ -24,7 +24,7 @@ from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.ports.object_store import Download, ObjectStore
 from craig.usecases.attachments.get_attachment import visible_attachment
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import ATTACHMENT
+from craig.usecases.audit.resource_types import ATTACHMENT
 
 log = structlog.get_logger(__name__)
 

@@ -47,8 +47,8 @@ from craig.ports.object_store import ObjectStore
 from craig.ports.outbox import HasOutbox
 from craig.usecases.attachments.events import upload_failed_event, uploaded_event
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import ATTACHMENT
 from craig.usecases.case_lifecycle.guards import visible_open_case
-from craig.usecases.cases.audit_names import ATTACHMENT
 from craig.usecases.cases.visibility import visible_contact
 from craig.usecases.events.staging import stage_event
 from craig.usecases.ids import new_id

@@ -10,9 +10,8 @@ from craig.domain.audit import AuditAction
 from craig.domain.audit_query import AuditCursor, AuditPage, page_size
 from craig.ports.cases import HasCases
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CASE_HISTORY
 from craig.usecases.cases import visible_case
-
-CASE_HISTORY = "case_history"
 
 
 class ShowCaseHistoryWork(AuditWork, HasCases, Protocol):

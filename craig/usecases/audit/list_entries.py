@@ -8,9 +8,7 @@ from craig.domain.access import Principal, Role
 from craig.domain.audit import AuditAction
 from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage, page_size
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-
-#: The resource type of the audit log's own entries, as its readers are recorded.
-AUDIT_ENTRY = "audit_entry"
+from craig.usecases.audit.resource_types import AUDIT_ENTRY
 
 
 class ListAuditEntriesWork(AuditWork, Protocol):

@@ -13,14 +13,17 @@ from __future__ import annotations
 import getpass
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
+
+import attrs
 
 from craig.domain.access import Principal
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
 from craig.domain.errors import Forbidden, NotFound
 from craig.ports.audit import HasAudit
 from craig.ports.unit_of_work import UnitOfWork
+from craig.usecases.audit.resource_types import REQUEST
 from craig.usecases.ids import new_id
 
 #: The role an operator at the command line is recorded with.
@@ -49,8 +52,8 @@ def audit_entry(
         id=new_id(),
         action=action,
         resource_type=resource_type,
-        resource_id=None if resource_id is None else str(resource_id),
-        resource_ids=tuple(str(ident) for ident in resource_ids),
+        resource_id=resource_id,
+        resource_ids=resource_ids,
         case_id=case_id,
         changed_fields=tuple(changed_fields),
         outcome=outcome,
@@ -62,8 +65,11 @@ def audit_entry(
     )
 
 
-def operator_entry(action: AuditAction, resource_type: str, resource_id: object = None) -> AuditEntry:
-    """An entry for an operator's command (no token: the operating-system user is the name)."""
+def operator_entry(
+    action: AuditAction, resource_type: str, resource_id: object = None, *, resource_ids: Iterable[object] = ()
+) -> AuditEntry:
+    """An entry for an operator's command (no token: the operating-system user is the name),
+    with the ids the command names."""
     try:
         name: str | None = getpass.getuser()
     except (KeyError, OSError):
@@ -72,23 +78,53 @@ def operator_entry(action: AuditAction, resource_type: str, resource_id: object 
         id=new_id(),
         action=action,
         resource_type=resource_type,
-        resource_id=None if resource_id is None else str(resource_id),
+        resource_id=resource_id,
+        resource_ids=resource_ids,
         actor_role=OPERATOR_ROLE,
         actor_name=name,
+    )
+
+
+def anonymous_entry(
+    action: AuditAction,
+    resource_type: str,
+    resource_id: object = None,
+    *,
+    request_id: str | None = None,
+    client_ip: str | None = None,
+    outcome: AuditOutcome = AuditOutcome.ALLOWED,
+) -> AuditEntry:
+    """An entry for a caller without a token (the public intake form): no actor, the role
+    ``anonymous``, and the request's id and client address when known."""
+    return AuditEntry(
+        id=new_id(),
+        action=action,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        outcome=outcome,
+        actor_role=ANONYMOUS_ROLE,
+        request_id=request_id,
+        client_ip=client_ip,
     )
 
 
 def replay_entry(principal: Principal | None, method: str, path: str, case_id: UUID | None) -> AuditEntry:
     """An idempotent replay: the stored answer to ``method path`` served again."""
     if principal is not None:
-        return audit_entry(principal, AuditAction.REPLAY, "request", f"{method} {path}", case_id=case_id)
-    return AuditEntry(
-        id=new_id(),
-        action=AuditAction.REPLAY,
-        resource_type="request",
-        resource_id=f"{method} {path}",
-        actor_role=ANONYMOUS_ROLE,
-    )
+        return audit_entry(principal, AuditAction.REPLAY, REQUEST, f"{method} {path}", case_id=case_id)
+    return anonymous_entry(AuditAction.REPLAY, REQUEST, f"{method} {path}")
+
+
+def changed_field_names(before: Any, after: Any, *, ignore: Iterable[str] = ()) -> tuple[str, ...]:
+    """The names of the attributes (of two instances of one attrs class) whose values differ,
+    sorted; ``ignore`` leaves some out (a version, a timestamp). Names only, never values."""
+    skipped = set(ignore)
+    names = [
+        field.name
+        for field in attrs.fields(type(before))
+        if field.name not in skipped and getattr(before, field.name) != getattr(after, field.name)
+    ]
+    return tuple(sorted(names))
 
 
 async def record_alone(uow: AuditWork, entry: AuditEntry) -> None:
@@ -137,7 +173,5 @@ async def refusals_recorded(
         yield
     except (NotFound, Forbidden):
         entry = audit_entry(principal, action, resource_type, resource_id, case_id=case_id, outcome=AuditOutcome.DENIED)
-        async with uow:
-            await uow.audit.append([entry])
-            await uow.commit()
+        await record_alone(uow, entry)
         raise

@@ -15,8 +15,8 @@ from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.case_lifecycle.guards import locked_visible_case
-from craig.usecases.cases.audit_names import CASE
 from craig.usecases.facts import stage_facts
 
 
@@ -42,17 +42,16 @@ class CloseCase:
         self.clock = clock
 
     async def __call__(self, principal: Principal, case_id: UUID, reason: str, if_match: IfMatch) -> Case:
-        async with refusals_recorded(self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id):
-            async with self.uow:
-                case = await locked_visible_case(self.uow, principal, case_id)
-                if_match.check("case", case.version)
-                active = await self.uow.placements.count_active_for_case(case_id)
-                now = self.clock.now()
-                closed, facts = close(case, reason, active_placements=active, by=principal.sub, now=now)
-                await self.uow.cases.save(closed)
-                await stage_facts(self.uow, facts, now)
-                await record(
-                    self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id, changed_fields=self.CHANGED
-                )
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id), self.uow:
+            case = await locked_visible_case(self.uow, principal, case_id)
+            if_match.check("case", case.version)
+            active = await self.uow.placements.count_active_for_case(case_id)
+            now = self.clock.now()
+            closed, facts = close(case, reason, active_placements=active, by=principal.sub, now=now)
+            await self.uow.cases.save(closed)
+            await stage_facts(self.uow, facts, now)
+            await record(
+                self.uow, principal, AuditAction.CLOSE, CASE, case_id, case_id=case_id, changed_fields=self.CHANGED
+            )
+            await self.uow.commit()
         return closed

@@ -14,7 +14,7 @@ from craig.domain.placements import Placement
 from craig.ports.cases import HasCases
 from craig.ports.placements import HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import PLACEMENT
+from craig.usecases.audit.resource_types import PLACEMENT
 
 
 class ListCasePlacementsWork(AuditWork, HasCases, HasPlacements, Protocol):
@@ -29,13 +29,12 @@ class ListCasePlacements:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:
-        async with refusals_recorded(self.uow, principal, AuditAction.LIST, PLACEMENT, case_id=case_id):
-            async with self.uow:
-                case = await self.uow.cases.get(case_id)
-                if case is None or not can_see(case, principal):
-                    raise NotFound("case", case_id)
-                found = await self.uow.placements.list_for_case(case_id, keyset)
-                ids = [placement.id for placement in found.items]
-                await record(self.uow, principal, AuditAction.LIST, PLACEMENT, case_id=case_id, resource_ids=ids)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, PLACEMENT, case_id=case_id), self.uow:
+            case = await self.uow.cases.get(case_id)
+            if case is None or not can_see(case, principal):
+                raise NotFound("case", case_id)
+            found = await self.uow.placements.list_for_case(case_id, keyset)
+            ids = [placement.id for placement in found.items]
+            await record(self.uow, principal, AuditAction.LIST, PLACEMENT, case_id=case_id, resource_ids=ids)
+            await self.uow.commit()
         return found

@@ -14,8 +14,8 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.case_lifecycle.guards import locked_visible_case
-from craig.usecases.cases.audit_names import CASE
 from craig.usecases.facts import stage_facts
 
 

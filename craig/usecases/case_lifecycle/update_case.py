@@ -14,8 +14,8 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.case_lifecycle.guards import locked_visible_case
-from craig.usecases.cases.audit_names import CASE
 from craig.usecases.facts import stage_facts
 
 
@@ -38,18 +38,17 @@ class UpdateCase:
         self.clock = clock
 
     async def __call__(self, principal: Principal, case_id: UUID, details: CaseDetails, if_match: IfMatch) -> Case:
-        async with refusals_recorded(self.uow, principal, AuditAction.UPDATE, CASE, case_id, case_id=case_id):
-            async with self.uow:
-                case = await locked_visible_case(self.uow, principal, case_id)
-                if_match.check("case", case.version)
-                now = self.clock.now()
-                updated, facts = update_details(case, details, by=principal.sub, now=now)
-                if facts:
-                    await self.uow.cases.save(updated)
-                    await stage_facts(self.uow, facts, now)
-                changed = [name for name in self.FIELDS if getattr(case, name) != getattr(updated, name)]
-                await record(
-                    self.uow, principal, AuditAction.UPDATE, CASE, case_id, case_id=case_id, changed_fields=changed
-                )
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.UPDATE, CASE, case_id, case_id=case_id), self.uow:
+            case = await locked_visible_case(self.uow, principal, case_id)
+            if_match.check("case", case.version)
+            now = self.clock.now()
+            updated, facts = update_details(case, details, by=principal.sub, now=now)
+            if facts:
+                await self.uow.cases.save(updated)
+                await stage_facts(self.uow, facts, now)
+            changed = [name for name in self.FIELDS if getattr(case, name) != getattr(updated, name)]
+            await record(
+                self.uow, principal, AuditAction.UPDATE, CASE, case_id, case_id=case_id, changed_fields=changed
+            )
+            await self.uow.commit()
         return updated

@@ -15,8 +15,8 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.case_lifecycle.guards import visible_open_case
-from craig.usecases.cases.audit_names import CASE
 from craig.usecases.events.staging import new_event, stage_event
 
 

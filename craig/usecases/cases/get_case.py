@@ -16,7 +16,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.cases import Case
 from craig.ports.cases import HasCases
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import CASE
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.cases.visibility import visible_case
 
 
@@ -31,9 +31,8 @@ class GetCase:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID) -> Case:
-        async with refusals_recorded(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id):
-            async with self.uow:
-                case = await visible_case(self.uow, principal, case_id)
-                await record(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id), self.uow:
+            case = await visible_case(self.uow, principal, case_id)
+            await record(self.uow, principal, AuditAction.READ, CASE, case_id, case_id=case_id)
+            await self.uow.commit()
         return case

@@ -15,7 +15,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.contacts import Contact
 from craig.ports.cases import HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import CONTACT
+from craig.usecases.audit.resource_types import CONTACT
 from craig.usecases.cases.visibility import visible_contact
 
 

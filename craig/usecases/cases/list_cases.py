@@ -15,7 +15,7 @@ from craig.domain.cases import Case
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import HasCases
 from craig.usecases.audit.record import AuditWork, record
-from craig.usecases.cases.audit_names import CASE
+from craig.usecases.audit.resource_types import CASE
 
 
 class ListCasesWork(AuditWork, HasCases, Protocol):

@@ -16,7 +16,7 @@ from craig.domain.contacts import Contact
 from craig.domain.pages import Page, PageRequest
 from craig.ports.cases import HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import CONTACT
+from craig.usecases.audit.resource_types import CONTACT
 from craig.usecases.cases.visibility import visible_case
 
 
@@ -31,11 +31,10 @@ class ListContacts:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, page: PageRequest) -> Page[Contact]:
-        async with refusals_recorded(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id):
-            async with self.uow:
-                await visible_case(self.uow, principal, case_id)
-                found = await self.uow.contacts.list_for_case(case_id, page)
-                ids = [contact.id for contact in found.items]
-                await record(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id, resource_ids=ids)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id), self.uow:
+            await visible_case(self.uow, principal, case_id)
+            found = await self.uow.contacts.list_for_case(case_id, page)
+            ids = [contact.id for contact in found.items]
+            await record(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id, resource_ids=ids)
+            await self.uow.commit()
         return found

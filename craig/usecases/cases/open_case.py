@@ -17,7 +17,7 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record
-from craig.usecases.cases.audit_names import CASE
+from craig.usecases.audit.resource_types import CASE
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 

@@ -18,8 +18,8 @@ from craig.ports.cases import HasCases, HasContacts
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CONTACT
 from craig.usecases.case_lifecycle.guards import visible_open_case
-from craig.usecases.cases.audit_names import CONTACT
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 
@@ -50,23 +50,22 @@ class RecordContact:
             worker_name=principal.name,
             now=now,
         )
-        async with refusals_recorded(self.uow, principal, AuditAction.CREATE, CONTACT, case_id=case_id):
-            async with self.uow:
-                await visible_open_case(self.uow, principal, case_id)  # 409 case-closed
-                await self.uow.contacts.add(contact)
-                await stage_event(
-                    self.uow,
-                    new_event(
-                        CONTACT_RECORDED,
-                        aggregate_id=case_id,
-                        payload={
-                            "case_id": str(case_id),
-                            "contact_id": str(contact.id),
-                            "contact_type": str(contact.contact_type),
-                        },
-                        now=now,
-                    ),
-                )
-                await record(self.uow, principal, AuditAction.CREATE, CONTACT, contact.id, case_id=case_id)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.CREATE, CONTACT, case_id=case_id), self.uow:
+            await visible_open_case(self.uow, principal, case_id)  # 409 case-closed
+            await self.uow.contacts.add(contact)
+            await stage_event(
+                self.uow,
+                new_event(
+                    CONTACT_RECORDED,
+                    aggregate_id=case_id,
+                    payload={
+                        "case_id": str(case_id),
+                        "contact_id": str(contact.id),
+                        "contact_type": str(contact.contact_type),
+                    },
+                    now=now,
+                ),
+            )
+            await record(self.uow, principal, AuditAction.CREATE, CONTACT, contact.id, case_id=case_id)
+            await self.uow.commit()
         return contact

@@ -18,11 +18,9 @@ from craig.domain.audit import AuditAction
 from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.ports.inbox import HasInbox
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-from craig.usecases.audit.more_entries import operator_command_entry
-from craig.usecases.audit.record import AuditWork, record_alone
+from craig.usecases.audit.record import AuditWork, operator_entry, record_alone
+from craig.usecases.audit.resource_types import DEAD_LETTER
 
-#: The resource type of a dead letter's audit entries.
-DEAD_LETTER = "dead_letter"
 #: The ``resource_id`` of a replay of every dead letter (``--all``).
 EVERY_DEAD_LETTER = "all"
 
@@ -56,7 +54,7 @@ class DeadLetterOperations:
 
         The ``dlx_replay`` entry is written first, in a transaction of its own (see above)."""
         wanted = sorted(set(event_ids), key=str) if event_ids is not None else None
-        entry = operator_command_entry(
+        entry = operator_entry(
             AuditAction.DLX_REPLAY,
             DEAD_LETTER,
             EVERY_DEAD_LETTER if wanted is None else None,

@@ -16,7 +16,7 @@ from craig.domain.errors import NotFound
 from craig.domain.exchange_transactions import can_see
 from craig.ports.exchange import HasExchangeTransactions, HasSendJobs
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.exchange.start_transaction import EXCHANGE_TRANSACTION
+from craig.usecases.audit.resource_types import EXCHANGE_TRANSACTION
 from craig.usecases.exchange.transaction_view import TransactionView
 
 

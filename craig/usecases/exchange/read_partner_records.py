@@ -11,12 +11,13 @@ from typing import Protocol
 from uuid import UUID
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord, parse_record
 from craig.ports.exchange import HasPartnerRateLimits, HasPartners, PartnerGateway
-from craig.usecases.audit.record import AuditWork
+from craig.usecases.audit.record import AuditWork, audit_entry, record_alone
+from craig.usecases.audit.resource_types import PARTNER_RECORDS
 from craig.usecases.exchange.partner_api import PartnerApi, fetch_page, find_partner
-from craig.usecases.exchange.partner_audit import record_records_read
 
 
 class ReadPartnerRecordsWork(AuditWork, HasPartners, HasPartnerRateLimits, Protocol):
@@ -34,5 +35,10 @@ class ReadPartnerRecords:
         """The read is recorded (the records' ids) before the page is served."""
         partner = await find_partner(self.uow, partner_id)
         found = await fetch_page(self.api, partner, partner.records_path, page, parse_record)
-        await record_records_read(self.uow, principal, partner_id, found.items)
+        # After the partner answered, before the records are served: records whose read
+        # cannot be recorded are not served.
+        ids = [item.id for item in found.items]
+        await record_alone(
+            self.uow, audit_entry(principal, AuditAction.READ, PARTNER_RECORDS, partner_id, resource_ids=ids)
+        )
         return found

@@ -16,7 +16,7 @@ from craig.domain.partners import Partner, PartnerNameTaken, new_partner
 from craig.ports.clock import Clock
 from craig.ports.exchange import HasPartners
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.exchange.partner_audit import PARTNER
+from craig.usecases.audit.resource_types import PARTNER
 from craig.usecases.ids import new_id
 
 

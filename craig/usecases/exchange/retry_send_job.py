@@ -16,9 +16,7 @@ from craig.domain.errors import NotFound
 from craig.domain.exchange import InvalidJobTransition, JobStatus, SendJob
 from craig.ports.exchange import HasSendJobs
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-
-#: The resource type of a send job's audit entries.
-SEND_JOB = "send_job"
+from craig.usecases.audit.resource_types import SEND_JOB
 
 
 class RetrySendJobWork(AuditWork, HasSendJobs, Protocol):

@@ -13,14 +13,15 @@ from uuid import UUID
 import attrs
 
 from craig.domain.access import Principal
+from craig.domain.audit import AuditAction
 from craig.domain.constants import PARTNER_RECORDS_PREVIEW_SIZE
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord, parse_record
 from craig.domain.partners import Partner
 from craig.ports.exchange import HasPartnerRateLimits, HasPartners, PartnerGateway
-from craig.usecases.audit.record import AuditWork
+from craig.usecases.audit.record import AuditWork, audit_entry, record_alone
+from craig.usecases.audit.resource_types import PARTNER_RECORDS
 from craig.usecases.exchange.partner_api import PartnerApi, fetch_page_or_empty, find_partner
-from craig.usecases.exchange.partner_audit import record_records_read
 
 
 class ShowPartnerWork(AuditWork, HasPartners, HasPartnerRateLimits, Protocol):
@@ -48,5 +49,10 @@ class ShowPartner:
         preview, degraded = await fetch_page_or_empty(
             self.api, partner, partner.records_path, PageRequest(1, PARTNER_RECORDS_PREVIEW_SIZE), parse_record
         )
-        await record_records_read(self.uow, principal, partner_id, preview.items)
+        # After the partner answered, before the records are served: records whose read
+        # cannot be recorded are not served.
+        ids = [item.id for item in preview.items]
+        await record_alone(
+            self.uow, audit_entry(principal, AuditAction.READ, PARTNER_RECORDS, partner_id, resource_ids=ids)
+        )
         return PartnerOverview(partner, preview, degraded)

@@ -17,11 +17,9 @@ from craig.domain.exchange_transactions import UnknownPartners, check_request, n
 from craig.ports.clock import Clock
 from craig.ports.exchange import HasExchangeTransactions, HasPartners, HasSendJobs
 from craig.usecases.audit.record import AuditWork, record
+from craig.usecases.audit.resource_types import EXCHANGE_TRANSACTION
 from craig.usecases.exchange.transaction_view import TransactionView
 from craig.usecases.ids import new_id
-
-#: The resource type of an exchange transaction's audit entries.
-EXCHANGE_TRANSACTION = "exchange_transaction"
 
 
 class StartTransactionWork(AuditWork, HasExchangeTransactions, HasPartners, HasSendJobs, Protocol):

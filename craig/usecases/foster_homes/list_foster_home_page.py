@@ -10,7 +10,7 @@ from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.placements import FosterHome
 from craig.ports.placements import HasFosterHomes
 from craig.usecases.audit.record import AuditWork, record
-from craig.usecases.placements.create_foster_home import FOSTER_HOME
+from craig.usecases.audit.resource_types import FOSTER_HOME
 
 
 class ListFosterHomePageWork(AuditWork, HasFosterHomes, Protocol):

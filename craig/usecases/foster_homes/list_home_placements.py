@@ -13,7 +13,7 @@ from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHom
 from craig.ports.cases import HasCases
 from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import PLACEMENT
+from craig.usecases.audit.resource_types import PLACEMENT
 
 
 class ListHomePlacementsWork(AuditWork, HasCases, HasFosterHomes, HasPlacements, Protocol):

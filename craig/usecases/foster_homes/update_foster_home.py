@@ -13,10 +13,9 @@ from craig.domain.versions import IfMatch
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes
-from craig.usecases.audit.more_entries import changed_field_names
-from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.record import AuditWork, changed_field_names, record, refusals_recorded
+from craig.usecases.audit.resource_types import FOSTER_HOME
 from craig.usecases.facts import stage_facts
-from craig.usecases.placements.create_foster_home import FOSTER_HOME
 
 #: Fields every change moves on its own; an entry names only what the caller changed.
 _BOOKKEEPING = ("version",)

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import attrs
 
-from craig.domain.audit import AuditAction
+from craig.domain.audit import AuditAction, AuditOutcome
 from craig.domain.constants import INTAKE_TRIAGE_RULE_SET
 from craig.domain.errors import Forbidden, InvalidInput
 from craig.domain.event_catalogue import REFERRAL_RECEIVED
@@ -32,16 +32,13 @@ from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.outbox import HasOutbox
 from craig.ports.rules import HasRuleSets
-from craig.usecases.audit.more_entries import anonymous_entry, record_denied_alone
-from craig.usecases.audit.record import AuditWork
+from craig.usecases.audit.record import AuditWork, anonymous_entry, record_alone
+from craig.usecases.audit.resource_types import REFERRAL
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.ids import new_id
 from craig.usecases.intake.policy import IntakePolicy
 from craig.usecases.rules.current_rule_set import current_rule_set
 from craig.usecases.rules.rule_cache import RuleSetCache
-
-#: The resource type of a referral's audit entries (as the intake queue records them).
-REFERRAL = "referral"
 
 
 class SubmitReferralWork(AuditWork, HasOutbox, HasReferrals, HasRuleSets, Protocol):
@@ -102,8 +99,14 @@ class SubmitReferral:
             if not token:
                 raise CaptchaRequired("captcha_token is required")
             if not await self.captcha.verify(token, client_ip):
-                refused = anonymous_entry(AuditAction.CREATE, REFERRAL, request_id=request_id, client_ip=client_ip)
-                await record_denied_alone(self.uow, refused)
+                refused = anonymous_entry(
+                    AuditAction.CREATE,
+                    REFERRAL,
+                    request_id=request_id,
+                    client_ip=client_ip,
+                    outcome=AuditOutcome.DENIED,
+                )
+                await record_alone(self.uow, refused)
                 raise CaptchaRejected("the captcha was not accepted; solve it again")
         async with self.uow:
             rule_set = await current_rule_set(self.uow, self.cache, INTAKE_TRIAGE_RULE_SET)

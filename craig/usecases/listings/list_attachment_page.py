@@ -11,8 +11,8 @@ from craig.domain.audit import AuditAction
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.ports.cases import HasAttachments, HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import ATTACHMENT
 from craig.usecases.cases import visible_contact
-from craig.usecases.cases.audit_names import ATTACHMENT
 
 
 class ListAttachmentPageWork(AuditWork, HasAttachments, HasCases, HasContacts, Protocol):
@@ -29,11 +29,10 @@ class ListAttachmentPage:
     async def __call__(
         self, principal: Principal, case_id: UUID, contact_id: UUID, keyset: Keyset
     ) -> KeysetPage[Attachment]:
-        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id):
-            async with self.uow:
-                await visible_contact(self.uow, principal, case_id, contact_id)
-                found = await self.uow.attachments.page_for_contact(contact_id, keyset)
-                ids = [attachment.id for attachment in found.items]
-                await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id), self.uow:
+            await visible_contact(self.uow, principal, case_id, contact_id)
+            found = await self.uow.attachments.page_for_contact(contact_id, keyset)
+            ids = [attachment.id for attachment in found.items]
+            await record(self.uow, principal, AuditAction.LIST, ATTACHMENT, case_id=case_id, resource_ids=ids)
+            await self.uow.commit()
         return found

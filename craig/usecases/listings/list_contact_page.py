@@ -11,8 +11,8 @@ from craig.domain.contacts import Contact
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.ports.cases import HasCases, HasContacts
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import CONTACT
 from craig.usecases.cases import visible_case
-from craig.usecases.cases.audit_names import CONTACT
 
 
 class ListContactPageWork(AuditWork, HasCases, HasContacts, Protocol):
@@ -27,11 +27,10 @@ class ListContactPage:
         self.uow = uow
 
     async def __call__(self, principal: Principal, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
-        async with refusals_recorded(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id):
-            async with self.uow:
-                await visible_case(self.uow, principal, case_id)
-                found = await self.uow.contacts.page_for_case(case_id, keyset)
-                ids = [contact.id for contact in found.items]
-                await record(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id, resource_ids=ids)
-                await self.uow.commit()
+        async with refusals_recorded(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id), self.uow:
+            await visible_case(self.uow, principal, case_id)
+            found = await self.uow.contacts.page_for_case(case_id, keyset)
+            ids = [contact.id for contact in found.items]
+            await record(self.uow, principal, AuditAction.LIST, CONTACT, case_id=case_id, resource_ids=ids)
+            await self.uow.commit()
         return found

@@ -25,9 +25,7 @@ import attrs
 from craig.domain.audit import AuditAction
 from craig.ports.key_rotation import EncryptedColumn, EncryptedColumnStore, Rekeyer
 from craig.usecases.audit.record import AuditWork, operator_entry, record_alone
-
-#: The resource type of an encryption key's audit entries.
-FIELD_KEY = "field_key"
+from craig.usecases.audit.resource_types import FIELD_KEY
 
 
 @attrs.frozen

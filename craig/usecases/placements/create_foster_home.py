@@ -15,11 +15,9 @@ from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import FOSTER_HOME
 from craig.usecases.ids import new_id
 from craig.usecases.placements.writes import stage_placement_events
-
-#: The resource type of a foster home's audit entries.
-FOSTER_HOME = "foster_home"
 
 
 class CreateFosterHomeWork(AuditWork, HasFosterHomes, HasOutbox, Protocol):

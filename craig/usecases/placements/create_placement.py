@@ -16,8 +16,8 @@ from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import PLACEMENT
 from craig.usecases.case_lifecycle.guards import visible_open_case
-from craig.usecases.cases.audit_names import PLACEMENT
 from craig.usecases.ids import new_id
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient

@@ -14,7 +14,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.placements import FosterHome, UnknownFosterHome
 from craig.ports.placements import HasFosterHomes
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.placements.create_foster_home import FOSTER_HOME
+from craig.usecases.audit.resource_types import FOSTER_HOME
 
 
 class GetFosterHomeWork(AuditWork, HasFosterHomes, Protocol):

@@ -15,7 +15,7 @@ from craig.domain.placements import Placement, UnknownPlacement
 from craig.ports.cases import HasCases
 from craig.ports.placements import HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.cases.audit_names import PLACEMENT
+from craig.usecases.audit.resource_types import PLACEMENT
 from craig.usecases.placements.visibility import require_visible_case
 
 

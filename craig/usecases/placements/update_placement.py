@@ -21,10 +21,9 @@ from craig.ports.cases import HasCases
 from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.placements import HasFosterHomes, HasPlacements
-from craig.usecases.audit.more_entries import changed_field_names
-from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.record import AuditWork, changed_field_names, record, refusals_recorded
+from craig.usecases.audit.resource_types import PLACEMENT
 from craig.usecases.case_lifecycle.guards import visible_open_case
-from craig.usecases.cases.audit_names import PLACEMENT
 from craig.usecases.placements.visibility import require_visible_case
 from craig.usecases.placements.writes import log_retry, write_decision
 from craig.usecases.transient_retry import TransientRetry, retry_transient

@@ -12,7 +12,7 @@ from craig.domain.screening import QueueEntry, ResponseTimes, queue_entry
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.intake.submit_referral import REFERRAL
+from craig.usecases.audit.resource_types import REFERRAL
 from craig.usecases.referrals.list_referrals import SCREENING_ROLES
 
 

@@ -11,7 +11,7 @@ from craig.domain.screening import QueueEntry, ReferralQuery, ReferralStatus, Re
 from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
-from craig.usecases.intake.submit_referral import REFERRAL
+from craig.usecases.audit.resource_types import REFERRAL
 
 #: Who works the intake queue; a case worker gets 403 on every referral route.
 SCREENING_ROLES: Final = (Role.SUPERVISOR, Role.ADMIN, Role.SCREENER)

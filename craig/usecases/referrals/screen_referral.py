@@ -25,10 +25,10 @@ from craig.ports.clock import Clock
 from craig.ports.intake import HasReferrals
 from craig.ports.outbox import HasOutbox
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import REFERRAL
 from craig.usecases.events import new_event, stage_events
 from craig.usecases.facts import stage_facts
 from craig.usecases.ids import new_id
-from craig.usecases.intake.submit_referral import REFERRAL
 from craig.usecases.referrals.list_referrals import SCREENING_ROLES
 
 

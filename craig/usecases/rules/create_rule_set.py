@@ -19,11 +19,9 @@ from craig.ports.clock import Clock
 from craig.ports.outbox import HasOutbox
 from craig.ports.rules import HasRuleSets
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
+from craig.usecases.audit.resource_types import RULE_SET
 from craig.usecases.events.staging import new_event, stage_event
 from craig.usecases.rules.rule_cache import RuleSetCache
-
-#: The resource type of a rule set's audit entries.
-RULE_SET = "rule_set"
 
 
 def rule_set_version_id(name: str, version: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import getpass
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import attrs
@@ -13,15 +13,10 @@ import pytest
 
 from craig.domain.audit import AuditAction, AuditOutcome
 from craig.domain.audit_query import AuditFilter
-from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
-from craig.usecases.audit.more_entries import (
-    anonymous_entry,
-    changed_field_names,
-    operator_command_entry,
-    record_denied_alone,
-)
+from craig.usecases.audit.record import anonymous_entry, changed_field_names, operator_entry, record_alone
 from craig.usecases.events import DeadLetterOperations
 from tests.support.backends import Backend, memory_backend
+from tests.support.dead_letters import BrokenDeadLetters, dead_letter
 
 pytestmark = pytest.mark.unit
 
@@ -51,36 +46,20 @@ def test_anonymous_and_operator_entries() -> None:
     assert (anonymous.actor, anonymous.actor_role, anonymous.resource_id) == (None, "anonymous", "7")
     assert (anonymous.request_id, anonymous.client_ip, anonymous.outcome) == ("r-1", "::1", AuditOutcome.ALLOWED)
     ids = [uuid.uuid4(), uuid.uuid4()]
-    command = operator_command_entry(AuditAction.DLX_REPLAY, "dead_letter", resource_ids=ids)
+    command = operator_entry(AuditAction.DLX_REPLAY, "dead_letter", resource_ids=ids)
     assert (command.actor_role, command.actor_name) == ("operator", getpass.getuser())
     assert command.resource_ids == tuple(str(i) for i in ids)
 
 
 async def test_a_denied_entry_is_written_alone(backend: Backend) -> None:
-    await record_denied_alone(backend.uow(), anonymous_entry(AuditAction.CREATE, "referral"))
+    await record_alone(backend.uow(), anonymous_entry(AuditAction.CREATE, "referral", outcome=AuditOutcome.DENIED))
     async with backend.uow() as uow:
         page = await uow.audit.list(AuditFilter(), 10)
     assert [(e.outcome, e.actor_role) for e in page.items] == [(AuditOutcome.DENIED, "anonymous")]
 
 
-class FailingDeadLetters(DeadLetterQueue):
-    async def peek(self, limit: int) -> list[DeadLetterInfo]:
-        return []
-
-    async def count(self) -> int:
-        return 3
-
-    async def replay(
-        self,
-        event_ids: Sequence[uuid.UUID] | None,
-        limit: int,
-        before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
-    ) -> list[DeadLetterInfo]:
-        raise ConnectionError("the broker went away")
-
-
 async def test_a_replay_is_recorded_before_it_starts(backend: Backend) -> None:
-    operations = DeadLetterOperations(FailingDeadLetters(), backend.uow)
+    operations = DeadLetterOperations(BrokenDeadLetters([dead_letter() for _ in range(3)]), backend.uow)
     with pytest.raises(ConnectionError):
         await operations.replay(None, 10)
     async with backend.uow() as uow:
