@@ -161,8 +161,15 @@ DATABASE_POOL_SIZE_WITHOUT_SETTINGS: Final = 10
 DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS: Final = 10
 #: Server-side ``statement_timeout`` of every pooled connection (``CRAIG_DATABASE__STATEMENT_TIMEOUT_MS``).
 DATABASE_STATEMENT_TIMEOUT_MS: Final = 30_000
-#: Pooled connections are replaced after this long.
-DATABASE_POOL_RECYCLE: Final = timedelta(minutes=30)
+#: A pooled connection unused for this long is closed (the pool opens one again when needed).
+DATABASE_IDLE_CONNECTION_LIFETIME: Final = timedelta(minutes=5)
+#: How long a transaction waits for a pooled connection before answering 503.
+DATABASE_ACQUIRE_TIMEOUT: Final = timedelta(seconds=30)
+#: Closing the pool waits this long for connections in use, then closes them anyway.
+DATABASE_POOL_CLOSE_TIMEOUT: Final = timedelta(seconds=10)
+#: Statements each pooled connection keeps prepared (least recently used dropped first): more
+#: than the distinct statements Craig runs, so in steady state none is prepared twice.
+DATABASE_PREPARED_STATEMENTS_PER_CONNECTION: Final = 512
 #: The LISTEN connection reconnects after this, doubling up to the maximum.
 LISTEN_RECONNECT_DELAY_MIN: Final = timedelta(milliseconds=100)
 LISTEN_RECONNECT_DELAY_MAX: Final = timedelta(seconds=5)

@@ -248,7 +248,6 @@ async def _second_waits(backend: Backend) -> None:
                     )
                 )
             ).scalar_one()
-            await conn.rollback()
             if waiting:
                 return
             await asyncio.sleep(0.01)

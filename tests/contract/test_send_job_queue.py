@@ -187,10 +187,9 @@ async def test_an_outcome_whose_row_is_held_comes_back_busy(backend: Backend) ->
         pytest.skip("only a database with row locks holds a row")
     await jobs_for(backend, 1)
     [claim] = (await run_pass(backend, claim=1)).claims
-    async with backend.postgres.engine.connect() as holder:
+    async with backend.postgres.transaction() as holder:
         await holder.execute(text("SELECT 1 FROM exchange_send_jobs WHERE id = :id FOR UPDATE"), {"id": claim.job.id})
         held = await asyncio.wait_for(run_pass(backend, [outcome(claim.job)], claim=0), 5)
-        await holder.rollback()
     assert held.busy == {claim.job.id} and held.recorded == frozenset()
     assert await staged_events(backend) == []
     assert (await run_pass(backend, [outcome(claim.job)], claim=0)).recorded == {claim.job.id}
@@ -220,7 +219,7 @@ async def test_a_pass_after_the_server_dropped_the_connection_reconnects(backend
         pytest.skip("only a database server drops connections")
     await jobs_for(backend, 2)
     assert len((await run_pass(backend, claim=1)).claims) == 1
-    async with backend.postgres.engine.connect() as admin:
+    async with backend.postgres.connect() as admin:
         killed = (
             (
                 await admin.execute(
@@ -233,7 +232,6 @@ async def test_a_pass_after_the_server_dropped_the_connection_reconnects(backend
             .scalars()
             .all()
         )
-        await admin.commit()
     assert killed == [True]  # the worker's own connection, idle after its pass
     await asyncio.sleep(0.1)
     claimed = 0

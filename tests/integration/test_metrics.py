@@ -5,14 +5,11 @@ scrape that reads no history table whole (each statement under EXPLAIN on popula
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
 import pytest
-from sqlalchemy import event
 
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.entrypoints import metrics
@@ -23,7 +20,7 @@ from craig.entrypoints.settings import HttpSettings
 from tests.integration.test_operator_counts import HISTORY, HISTORY_TABLES, fill
 from tests.support import apps
 from tests.support.apps import live_server, make_container, make_settings, serving
-from tests.support.plans import plan_nodes, rows_examined
+from tests.support.plans import capturing_statements, explain_captured, plan_nodes, rows_examined
 
 pytestmark = pytest.mark.integration
 
@@ -96,35 +93,22 @@ async def test_a_scrape_reads_no_history_table_whole(pg_url: str, tmp_path: Path
     history: no Seq Scan of a history table, and no scan reading more than a capped count."""
     container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
     async with running(container):
-        engine = container.postgres().engine
-        await fill(engine)
-        statements: list[tuple[str, Any]] = []
-
-        def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-            statements.append((statement, parameters))
-
-        event.listen(engine.sync_engine, "before_cursor_execute", capture)
-        try:
+        database = container.postgres()
+        await fill(database)
+        with capturing_statements() as statements:
             await metrics.render(metric_refreshers(container))
-        finally:
-            event.remove(engine.sync_engine, "before_cursor_execute", capture)
         scans: list[tuple[str, str, int, str]] = []
-        async with engine.connect() as conn:
-            for statement, parameters in statements:
-                if statement.lstrip().upper().startswith("EXPLAIN"):  # a planner estimate: reads no row
-                    continue
-                if not any(table in statement for table in HISTORY_TABLES):
-                    continue
-                raw = (
-                    await conn.exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters)
-                ).scalar_one()
-                await conn.rollback()
-                plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-                sql = " ".join(statement.split())
-                for node in plan_nodes(plan):
-                    if node.get("Relation Name") in HISTORY_TABLES:
-                        rows = rows_examined({**node, "Plans": []}, HISTORY_TABLES)
-                        scans.append((node["Relation Name"], node["Node Type"], rows, sql))
+        for statement, arguments in statements:
+            if statement.lstrip().upper().startswith("EXPLAIN"):  # a planner estimate: reads no row
+                continue
+            if not any(table in statement for table in HISTORY_TABLES):
+                continue
+            plan = await explain_captured(database, statement, arguments)
+            sql = " ".join(statement.split())
+            for node in plan_nodes(plan):
+                if node.get("Relation Name") in HISTORY_TABLES:
+                    rows = rows_examined({**node, "Plans": []}, HISTORY_TABLES)
+                    scans.append((node["Relation Name"], node["Node Type"], rows, sql))
     print("\n".join(f"{table:24} {kind:18} {rows:8} {sql[:140]}" for table, kind, rows, sql in scans))
     scanned = {table for table, _, _, _ in scans}
     # What the scrape's gauges read: send jobs, idempotency slots, the outbox, the in-process

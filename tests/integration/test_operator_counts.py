@@ -12,21 +12,19 @@ batch, far below the history.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import text
 
+from craig.adapters.postgres.database import PostgresDatabase
 from craig.domain.constants import PURGE_BATCH_SIZE, STATS_EXACT_COUNT_MAX_ROWS
 from craig.entrypoints import metrics
 from craig.entrypoints.operations import collect_status, metric_refreshers
 from craig.entrypoints.runtime import running
 from craig.entrypoints.workers.registry import cleanup_loop
 from tests.support import apps
-from tests.support.plans import plan_nodes, rows_examined
+from tests.support.plans import capturing_statements, explain_captured, plan_nodes, rows_examined
 
 pytestmark = pytest.mark.integration
 
@@ -105,59 +103,43 @@ FILL = [
 ]
 
 
-async def fill(engine: AsyncEngine) -> None:
-    async with engine.begin() as conn:
+async def fill(database: PostgresDatabase) -> None:
+    async with database.transaction() as conn:
         for statement in FILL:
             await conn.execute(text(statement))
-    autocommit = await engine.connect()
-    try:
-        conn = await autocommit.execution_options(isolation_level="AUTOCOMMIT")
+    async with database.connect() as conn:
         for table in sorted(HISTORY_TABLES):
-            await conn.execute(text(f"VACUUM ANALYZE {table}"))
-    finally:
-        await autocommit.close()
+            await conn.raw.execute(f"VACUUM ANALYZE {table}")  # outside a transaction
 
 
-async def old_sent_jobs(engine: AsyncEngine) -> int:
+async def old_sent_jobs(database: PostgresDatabase) -> int:
     old = "SELECT count(*) FROM exchange_send_jobs WHERE status = 'sent' AND completed_at < now() - interval '30 days'"
-    async with engine.connect() as conn:
+    async with database.connect() as conn:
         return int((await conn.execute(text(old))).scalar_one())
 
 
 async def test_status_metrics_and_cleanup_never_read_a_history_table_whole(pg_url: str, tmp_path: Path) -> None:
     container = apps.make_container(apps.make_settings("postgres", tmp_path, pg_url))
     async with running(container):
-        engine = container.postgres().engine
-        await fill(engine)
-        statements: list[tuple[str, Any]] = []
-
-        def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-            statements.append((statement, parameters))
-
-        before = await old_sent_jobs(engine)
-        event.listen(engine.sync_engine, "before_cursor_execute", capture)
-        try:
+        database = container.postgres()
+        await fill(database)
+        before = await old_sent_jobs(database)
+        with capturing_statements() as statements:
             report = await collect_status(container)
             await metrics.render(metric_refreshers(container))
             await cleanup_loop(container).run_once()
-        finally:
-            event.remove(engine.sync_engine, "before_cursor_execute", capture)
-        purged = before - await old_sent_jobs(engine)
+        purged = before - await old_sent_jobs(database)
         scans: list[tuple[str, str, str]] = []
         reads: list[tuple[int, str]] = []
-        async with engine.connect() as conn:
-            for statement, parameters in statements:
-                if statement.lstrip().upper().startswith("EXPLAIN") or not any(t in statement for t in HISTORY_TABLES):
-                    continue
-                explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}"
-                raw = (await conn.exec_driver_sql(explain, parameters)).scalar_one()
-                await conn.rollback()  # a purge really ran: leave the tables as the pass left them
-                plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-                sql = " ".join(statement.split())
-                reads.append((rows_examined(plan, HISTORY_TABLES), sql))
-                for node in plan_nodes(plan):
-                    if node.get("Relation Name") in HISTORY_TABLES and node["Node Type"] != "ModifyTable":
-                        scans.append((node["Relation Name"], node["Node Type"], sql))
+        for statement, arguments in statements:
+            if statement.lstrip().upper().startswith("EXPLAIN") or not any(t in statement for t in HISTORY_TABLES):
+                continue
+            plan = await explain_captured(database, statement, arguments)
+            sql = " ".join(statement.split())
+            reads.append((rows_examined(plan, HISTORY_TABLES), sql))
+            for node in plan_nodes(plan):
+                if node.get("Relation Name") in HISTORY_TABLES and node["Node Type"] != "ModifyTable":
+                    scans.append((node["Relation Name"], node["Node Type"], sql))
     print("\n".join(f"{table:24} {kind:18} {sql[:150]}" for table, kind, sql in scans))
     print("\n".join(f"{rows:8} rows read  {sql[:150]}" for rows, sql in reads))
     assert all("error" not in section for section in report.values()), report

@@ -56,7 +56,6 @@ async def wait_until_someone_waits_for_a_lock(db: PostgresDatabase) -> None:
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
             )
             waiting = (await conn.execute(text(sql))).scalar_one()
-            await conn.rollback()
             if waiting:
                 return
             await asyncio.sleep(0.01)
@@ -67,7 +66,7 @@ async def test_a_real_deadlock_is_retried_inside_the_use_case(database: Postgres
     placement = await active_placement(database)
     assert placement.foster_home_id is not None
     end = PlacementPatch.parse(status="ended", end_reason="moved", foster_home_id=None)
-    async with database.connect() as rival:
+    async with database.transaction() as rival:
         # The rival locks in the forbidden order: home first, then placement.
         await rival.execute(
             text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
@@ -79,7 +78,6 @@ async def test_a_real_deadlock_is_retried_inside_the_use_case(database: Postgres
         # Closing the cycle: the use case has waited longest, so its deadlock check runs first and
         # PostgreSQL aborts *its* transaction (40P01); this statement then gets the row.
         await rival.execute(text("SELECT 1 FROM placements WHERE id = :id FOR UPDATE"), {"id": placement.id})
-        await rival.commit()
     ended = await ending
     assert ended.status is PlacementStatus.ENDED
     uow = PostgresUnitOfWork(database, TEST_CIPHER)
@@ -93,7 +91,7 @@ async def test_a_deadlock_never_reaches_the_client(pg_url: str, tmp_path: Path) 
         database = container.postgres()
         placement = await active_placement(database)
         headers = {**apps.auth(container, role=Role.SUPERVISOR), "Idempotency-Key": "end-it"}
-        async with database.connect() as rival:
+        async with database.transaction() as rival:
             await rival.execute(
                 text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
             )
@@ -104,8 +102,7 @@ async def test_a_deadlock_never_reaches_the_client(pg_url: str, tmp_path: Path) 
             )
             await wait_until_someone_waits_for_a_lock(database)
             await rival.execute(text("SELECT 1 FROM placements WHERE id = :id FOR UPDATE"), {"id": placement.id})
-            await rival.commit()
-        response = await request
+        response = await request  # the rival committed
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "ended"
 

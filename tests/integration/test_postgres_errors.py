@@ -4,6 +4,7 @@ good is a ``DatabaseDefect`` (500)."""
 
 from __future__ import annotations
 
+import traceback
 import uuid
 from collections.abc import AsyncIterator
 
@@ -84,8 +85,7 @@ async def test_a_bad_value_stays_invalid_data(database: PostgresDatabase) -> Non
 
 
 async def test_an_exhausted_pool_is_unavailable(pg_url: str) -> None:
-    database = PostgresDatabase(pg_url, pool_size=1, max_overflow=0)
-    database.engine.pool._timeout = 0.1  # type: ignore[attr-defined]  # no free connection: give up at once
+    database = PostgresDatabase(pg_url, pool_size=1, max_overflow=0, acquire_timeout_seconds=0.1)
     try:
         async with database.connect():
             with pytest.raises(DatabaseUnavailable):
@@ -137,3 +137,19 @@ def _sqlstate_of(error: BaseException) -> str | None:
             return str(code)
         seen = seen.__cause__
     return None
+
+
+async def test_an_error_never_carries_the_statements_parameters(database: PostgresDatabase) -> None:
+    """A statement's parameters (a case's title, a summary) are personal data: the error of a
+    statement that fails, its text and its causes, never quote them, and the port error leaves
+    out the DETAIL line in which the server quotes the row's key."""
+    case_id, secret = uuid.uuid4(), "-".join(["JANE", "DOE", uuid.uuid4().hex])  # not in this source
+    insert = text("INSERT INTO cases (id, title, opened_at, created_by) VALUES (:id, :title, now(), :by)")
+    async with database.transaction() as conn:
+        await conn.execute(insert, {"id": case_id, "title": "first", "by": uuid.uuid4()})
+    with pytest.raises(PortError) as caught:
+        async with database.transaction() as conn:
+            await conn.execute(insert, {"id": case_id, "title": secret, "by": uuid.uuid4()})
+    told = "".join(traceback.format_exception(caught.value))
+    assert "cases_pkey" in told and secret not in told
+    assert str(case_id) not in str(caught.value)  # the DETAIL line (Key (id)=(...)) is left out

@@ -40,9 +40,8 @@ async def run(database: PostgresDatabase, *statements: str) -> None:
     async with database.transaction() as conn:
         for statement in statements:
             await conn.execute(text(statement))
-    async with database.engine.connect() as conn:
-        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await autocommit.execute(text("VACUUM ANALYZE"))
+    async with database.connect() as conn:
+        await conn.raw.execute("VACUUM ANALYZE")  # outside a transaction
 
 
 async def count(database: PostgresDatabase, sql: str) -> int:
@@ -87,17 +86,15 @@ async def test_a_delivered_purge_pass_reads_its_batch_not_the_failed_history(dat
     )
     params = {"age": RETENTION.total_seconds(), "limit": BATCH}
     examined: list[int] = []
-    async with database.engine.connect() as conn:
+    async with database.connect() as conn:  # each statement commits on its own
         for _ in range(KEPT // BATCH + 10):
             plan = await explain_analyze(conn, PURGE_DELIVERED, params)
-            await conn.commit()
             examined.append(rows_examined(plan, {"exchange_transactions", "exchange_send_jobs"}))
             assert examined[-1] <= 6 * BATCH, scans(plan, {"exchange_transactions", "exchange_send_jobs"})
             if await count(database, delivered) == 0:
                 break
         # Everything purgeable is gone; the kept history was read once, and a pass now reads nothing.
         plan = await explain_analyze(conn, PURGE_DELIVERED, params)
-        await conn.commit()
     assert await count(database, delivered) == 0
     assert rows_examined(plan, {"exchange_transactions", "exchange_send_jobs"}) == 0
     assert await count(database, "SELECT count(*) FROM exchange_transactions") == KEPT + 5 + 20 + 20
@@ -133,10 +130,9 @@ async def test_a_broadcast_purge_pass_reads_its_batch_not_the_durable_dead_lette
     )
     leftovers = "SELECT count(*) FROM event_inbox WHERE consumer = 'rules-cache@gone-instance'"
     params = {"consumers": ["rules-cache"], "age": timedelta(days=1).total_seconds(), "batch": BATCH}
-    async with database.engine.connect() as conn:
+    async with database.connect() as conn:  # each statement commits on its own
         for _ in range(5):
             plan = await explain_analyze(conn, PURGE_BROADCAST, params)
-            await conn.commit()
             read = rows_examined(plan, {"event_inbox"})
             assert read <= 4 * BATCH + 10, scans(plan, {"event_inbox"})
             if await count(database, leftovers) == 0:

@@ -271,7 +271,7 @@ async def test_an_outcome_whose_row_is_held_is_recorded_once_the_row_is_free(env
         queue.run_pass = counted  # type: ignore[method-assign]
         assert backend.postgres is not None
         fake.delay_seconds = 0.3  # the partner answers after the row is held
-        async with backend.postgres.engine.connect() as holder:
+        async with backend.postgres.transaction() as holder:
             assert await worker.run_once()  # claims the job; the dispatch starts
             await holder.execute(text("SELECT 1 FROM exchange_send_jobs WHERE id = :id FOR UPDATE"), {"id": job.id})
             await wait_for(lambda: fake.delivered[str(job.correlation_id)] == 1)
@@ -280,7 +280,6 @@ async def test_an_outcome_whose_row_is_held_is_recorded_once_the_row_is_free(env
             await asyncio.sleep(0.5)
             assert [j.status for j in await current(backend, [job.id])] == [JobStatus.IN_FLIGHT]
             assert len(passes) - held_from < 40  # waits between tries instead of spinning
-            await holder.rollback()
         await run_until([worker], all_final(backend, [job.id]))
     [sent] = await current(backend, [job.id])
     assert sent.status is JobStatus.SENT and sent.attempts == 1

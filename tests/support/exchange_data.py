@@ -70,7 +70,7 @@ async def corrupt_secret(backend: Backend, partner_id: uuid.UUID) -> None:
     """Overwrite the partner's stored (encrypted) client secret with one that cannot be decrypted,
     behind the repository's back: raw SQL on PostgreSQL, the raw table in memory."""
     if backend.postgres is not None:
-        async with backend.postgres.engine.begin() as conn:
+        async with backend.postgres.transaction() as conn:
             await conn.execute(
                 text("UPDATE partners SET client_secret = :secret WHERE id = :id"),
                 {"secret": UNDECRYPTABLE_SECRET, "id": partner_id},

@@ -4,11 +4,14 @@ just node types (an index scan that walks the whole history is still an index sc
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import TextClause, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+
+from craig.adapters.postgres import driver
+from craig.adapters.postgres.database import DriverConnection, PostgresDatabase
 
 
 def plan_nodes(plan: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -42,7 +45,7 @@ def scans(plan: Mapping[str, Any], tables: Collection[str]) -> list[tuple[str, s
     ]
 
 
-async def explain_analyze(conn: AsyncConnection, statement: TextClause | str, params: Mapping[str, Any]) -> Any:
+async def explain_analyze(conn: DriverConnection, statement: TextClause | str, params: Mapping[str, Any]) -> Any:
     """Run ``statement`` under ``EXPLAIN (ANALYZE, FORMAT JSON)`` (it really runs: a DELETE
     deletes) and return its plan's root node. ``statement`` keeps its typed bind parameters."""
     if isinstance(statement, TextClause):
@@ -52,4 +55,44 @@ async def explain_analyze(conn: AsyncConnection, statement: TextClause | str, pa
     else:
         explained = text(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}")
     raw = (await conn.execute(explained, dict(params))).scalar_one()
+    return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+
+
+@contextmanager
+def capturing_statements() -> Iterator[list[tuple[str, list[Any]]]]:
+    """Every statement the pool's connections run while the block runs, as the server receives
+    it: its ``$n`` SQL and its arguments (those a dedicated or listening connection runs are
+    not among them)."""
+    captured: list[tuple[str, list[Any]]] = []
+    originals = {name: getattr(driver, name) for name in ("run", "run_many", "affected")}
+
+    def capturing(name: str) -> Any:
+        async def run(conn: Any, clause: TextClause, values: Any) -> Any:
+            statement = driver.compiled(clause)
+            for one in values if name == "run_many" else [values]:
+                captured.append((statement.sql, statement.arguments(one)))
+            return await originals[name](conn, clause, values)
+
+        return run
+
+    for name in originals:
+        setattr(driver, name, capturing(name))
+    try:
+        yield captured
+    finally:
+        for name, original in originals.items():
+            setattr(driver, name, original)
+
+
+async def explain_captured(database: PostgresDatabase, sql: str, arguments: Sequence[Any]) -> Any:
+    """A captured statement run again under ``EXPLAIN (ANALYZE, FORMAT JSON)`` with its own
+    arguments, in a transaction rolled back (a purge that ran leaves the tables as it left them);
+    the plan's root node."""
+    async with database.connect() as conn:
+        transaction = conn.raw.transaction()
+        await transaction.start()
+        try:
+            raw = await conn.raw.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", *arguments)
+        finally:
+            await transaction.rollback()
     return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]

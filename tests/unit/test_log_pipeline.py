@@ -56,12 +56,6 @@ def test_chatty_libraries_log_from_warning_unless_craig_logs_at_debug(capsys: py
     assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["consumer started"]
 
 
-def test_a_database_error_never_carries_the_statements_parameters() -> None:
-    from craig.adapters.postgres.database import PostgresDatabase
-
-    assert PostgresDatabase("postgresql://postgres@127.0.0.1:1/none").engine.sync_engine.hide_parameters
-
-
 def test_the_console_format_is_readable_lines(capsys: pytest.CaptureFixture[str]) -> None:
     with craig_logging(json_lines=False):
         structlog.get_logger("craig.tests").info("from craig", case_id="c-1")

@@ -10,9 +10,10 @@ from typing import Any
 from uuid import UUID
 
 import attrs
-from sqlalchemy import RowMapping, bindparam, text
+from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 
+from craig.adapters.postgres.driver import Row
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import (
@@ -79,7 +80,7 @@ _STATS = text(
 )
 
 
-def _attachment(row: RowMapping, cipher: FieldCipher) -> Attachment:
+def _attachment(row: Row, cipher: FieldCipher) -> Attachment:
     return Attachment(
         id=row["id"],
         contact_id=row["contact_id"],

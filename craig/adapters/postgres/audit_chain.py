@@ -20,10 +20,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from craig.adapters.postgres.audit import ENTRY_COLUMNS, entry_from_row
-from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.database import DriverConnection, PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
 from craig.domain.audit_chain import ChainHead, ChainLink, ChainStart, seal
 from craig.ports.audit import AuditChainStore, PendingEntries, RetentionFloor, SealedBatch
@@ -103,11 +102,11 @@ class PostgresAuditChainStore(AuditChainStore):
             await conn.execute(_APPEND, rows_out)
         return SealedBatch(len(links), ChainHead(links[-1].seq, links[-1].hash))
 
-    async def _purged_head(self, conn: AsyncConnection) -> ChainHead:
+    async def _purged_head(self, conn: DriverConnection) -> ChainHead:
         start = await self._start(conn)
         return ChainHead(start.first_seq - 1, start.anchor)
 
-    async def _start(self, conn: AsyncConnection) -> ChainStart:
+    async def _start(self, conn: DriverConnection) -> ChainStart:
         row = (await conn.execute(_START)).first()
         return ChainStart(row.through_seq + 1, bytes(row.anchor_hash)) if row else ChainStart()
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import RowMapping, text
+from sqlalchemy import text
 
+from craig.adapters.postgres.driver import Row
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
@@ -40,7 +41,7 @@ class PostgresContactRepository(ContactRepository):
     def __init__(self, session: PostgresSession) -> None:
         self.session = session
 
-    def _contact(self, row: RowMapping) -> Contact:
+    def _contact(self, row: Row) -> Contact:
         return Contact(
             id=row["id"],
             case_id=row["case_id"],

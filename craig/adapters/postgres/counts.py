@@ -13,9 +13,8 @@ from typing import Any
 
 import attrs
 from sqlalchemy import TextClause, text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from craig.adapters.postgres.database import json_value
+from craig.adapters.postgres.database import DriverConnection, json_value
 
 
 @attrs.frozen
@@ -34,7 +33,7 @@ class BoundedCount:
         object.__setattr__(self, "capped", text(f"SELECT count(*) FROM ({rows} ORDER BY {self.order_by} LIMIT :cap) c"))
         object.__setattr__(self, "estimate", text(f"EXPLAIN (FORMAT JSON) {rows}"))
 
-    async def run(self, conn: AsyncConnection, cap: int) -> int:
+    async def run(self, conn: DriverConnection, cap: int) -> int:
         exact = int((await conn.execute(self.capped, {"cap": cap})).scalar_one())
         if exact < cap:
             return exact

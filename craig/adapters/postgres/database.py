@@ -1,7 +1,18 @@
-"""The PostgreSQL connection pool (SQLAlchemy async engine over asyncpg)."""
+"""The PostgreSQL connection pool: asyncpg's, with the statements compiled by SQLAlchemy.
+
+Every transaction of Craig (a unit of work, a store's own transaction, a relay's batch) runs on
+a connection of this one pool, through :mod:`craig.adapters.postgres.driver`. The pool is made
+on first use, in the event loop that uses it; connections are opened when needed (up to
+``pool_size + max_overflow``) and closed after :data:`DATABASE_IDLE_CONNECTION_LIFETIME` unused.
+A connection the server closed while it waited in the pool (a restart) is replaced when it is
+next taken; one that breaks during a statement answers that statement with
+:class:`DatabaseUnavailable` and is never given out again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,37 +21,140 @@ from typing import Any
 import asyncpg
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.elements import TextClause
 
-from craig.adapters.postgres.errors import db_errors
+from craig.adapters.postgres import driver
+from craig.adapters.postgres.driver import Result
+from craig.adapters.postgres.errors import TRANSLATED, db_errors, translate
 from craig.adapters.telemetry import child_span_around
 from craig.domain.constants import (
+    DATABASE_ACQUIRE_TIMEOUT,
+    DATABASE_IDLE_CONNECTION_LIFETIME,
     DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
-    DATABASE_POOL_RECYCLE,
+    DATABASE_POOL_CLOSE_TIMEOUT,
     DATABASE_POOL_SIZE_WITHOUT_SETTINGS,
+    DATABASE_PREPARED_STATEMENTS_PER_CONNECTION,
     DATABASE_STATEMENT_TIMEOUT_MS,
 )
+from craig.ports.errors import DatabaseUnavailable, PortError
+
+_SELECT_1 = text("SELECT 1")
 
 
 def async_url(url: str) -> URL:
-    """``postgresql://…`` (any driver) as a SQLAlchemy asyncpg URL."""
+    """``postgresql://…`` (any driver) as a SQLAlchemy asyncpg URL (what migrations use)."""
     parsed = make_url(url)
     return parsed.set(drivername="postgresql+asyncpg")
 
 
 def json_value(raw: object) -> Any:
-    """JSONB as asyncpg hands it over: a str (through ``text()`` or a raw connection), or already
-    decoded."""
+    """JSON(B) as it comes back: decoded by the pool's codecs, or a str from a connection
+    without them (a dedicated or listening connection)."""
     return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
 def libpq_dsn(url: str) -> str:
-    """The same URL as a plain ``postgresql://`` DSN, for raw asyncpg connections."""
+    """The same URL as a plain ``postgresql://`` DSN, for asyncpg."""
     return async_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+async def _json_codecs(conn: asyncpg.Connection) -> None:
+    """JSON and JSONB as SQLAlchemy's asyncpg dialect sets them up: a parameter is JSON text
+    (``bindparam(type_=JSONB)`` serializes it), a value read back is decoded."""
+    await conn.set_type_codec("json", encoder=str.encode, decoder=json.loads, schema="pg_catalog", format="binary")
+    await conn.set_type_codec(
+        "jsonb",
+        encoder=lambda value: b"\x01" + value.encode(),  # JSONB's binary format: a version byte
+        decoder=lambda data: json.loads(data[1:]),
+        schema="pg_catalog",
+        format="binary",
+    )
+
+
+async def _as_it_is(_conn: asyncpg.Connection) -> None:
+    """Nothing to reset on release: a transaction still open is rolled back by the pool, and
+    Craig changes no session state (asyncpg's default reset costs a round trip per release)."""
+
+
+class DriverConnection:
+    """One connection taken from the pool, for one task at a time. ``execute`` takes a
+    ``text()`` clause and its values, as SQLAlchemy's ``AsyncConnection.execute`` does, and
+    raises port errors (:mod:`craig.adapters.postgres.errors`)."""
+
+    __slots__ = ("_conn", "_savepoints")
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+        self._savepoints = 0
+
+    async def execute(self, clause: TextClause, values: Any = None) -> Result:
+        """Run ``clause``; a list of values runs it once per item (no rows kept)."""
+        try:
+            if isinstance(values, list):
+                await driver.run_many(self._conn, clause, values)
+                return Result([])
+            return await driver.run(self._conn, clause, values)
+        except TRANSLATED as error:
+            raise translate(error) from error
+
+    async def affected(self, clause: TextClause, values: Any = None) -> int:
+        """Run ``clause`` and return how many rows it inserted, changed or deleted."""
+        try:
+            return await driver.affected(self._conn, clause, values)
+        except TRANSLATED as error:
+            raise translate(error) from error
+
+    async def _control(self, sql: str) -> None:
+        try:
+            await self._conn.execute(sql)
+        except TRANSLATED as error:
+            raise translate(error) from error
+
+    async def begin(self) -> None:
+        await self._control("BEGIN")
+
+    async def commit(self) -> None:
+        await self._control("COMMIT")
+
+    async def rollback(self) -> None:
+        await self._undo("ROLLBACK")
+
+    async def savepoint(self) -> str:
+        self._savepoints += 1
+        name = f"craig_{self._savepoints}"
+        await self._control(f"SAVEPOINT {name}")
+        return name
+
+    async def release_savepoint(self, name: str) -> None:
+        await self._control(f"RELEASE SAVEPOINT {name}")
+
+    async def rollback_to_savepoint(self, name: str) -> None:
+        await self._undo(f"ROLLBACK TO SAVEPOINT {name}")
+
+    async def _undo(self, sql: str) -> None:
+        """A rollback that cannot be sent (the connection broke, or is still busy with a
+        cancelled statement) closes the connection instead: the server then rolls back
+        everything it held, and every later statement on it fails as unavailable. So the error
+        being handled is never replaced by the rollback's own."""
+        try:
+            await self._conn.execute(sql)
+        except asyncpg.PostgresError as error:
+            raise translate(error) from error
+        except (asyncpg.InterfaceError, OSError, ConnectionError):
+            _discard(self._conn)
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._conn.is_in_transaction())
+
+    @property
+    def raw(self) -> asyncpg.Connection:
+        """The asyncpg connection itself (tests, and the one LISTEN-like use that needs it)."""
+        return self._conn
+
+
 class PostgresDatabase:
-    """Owns the engine. Transactions come from :class:`PostgresUnitOfWork`."""
+    """Owns the pool. Transactions come from :class:`PostgresUnitOfWork` and :meth:`transaction`."""
 
     def __init__(
         self,
@@ -49,40 +163,93 @@ class PostgresDatabase:
         pool_size: int = DATABASE_POOL_SIZE_WITHOUT_SETTINGS,
         max_overflow: int = DATABASE_MAX_OVERFLOW_WITHOUT_SETTINGS,
         statement_timeout_ms: int = DATABASE_STATEMENT_TIMEOUT_MS,
+        acquire_timeout_seconds: float = DATABASE_ACQUIRE_TIMEOUT.total_seconds(),
     ) -> None:
         self.url = url
         self.statement_timeout_ms = statement_timeout_ms
-        self.engine: AsyncEngine = create_async_engine(
-            async_url(url),
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            # No ping per checkout: it costs a round trip on every transaction (a quarter of the
-            # send-job worker's throughput, measured). After a server restart the first statement
-            # on a dead connection fails (503, retried by the client with its Idempotency-Key)
-            # and SQLAlchemy invalidates the whole pool at once.
-            pool_pre_ping=False,
-            pool_recycle=int(DATABASE_POOL_RECYCLE.total_seconds()),
-            # An error's text never carries the statement's parameters (personal data) into a log.
-            hide_parameters=True,
-            connect_args={"server_settings": {"statement_timeout": str(statement_timeout_ms)}},
-        )
+        self.max_connections = max(1, pool_size + max_overflow)
+        self.acquire_timeout = acquire_timeout_seconds
+        self._pool: asyncpg.Pool | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
 
+    # --- the pool -------------------------------------------------------------------------
+    async def _the_pool(self) -> asyncpg.Pool:
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._pool_loop is loop:
+            return self._pool
+        if self._pool is not None and self._pool_loop is not None and not self._pool_loop.is_closed():
+            raise RuntimeError("a PostgresDatabase is used from two running event loops")
+        # No lock: with min_size=0 the pool opens no connection to start, so making it never
+        # suspends, and no other task can find it half made.
+        self._pool = asyncpg.create_pool(
+            libpq_dsn(self.url),
+            min_size=0,
+            max_size=self.max_connections,
+            max_inactive_connection_lifetime=DATABASE_IDLE_CONNECTION_LIFETIME.total_seconds(),
+            statement_cache_size=DATABASE_PREPARED_STATEMENTS_PER_CONNECTION,
+            record_class=driver.Row,
+            init=_json_codecs,
+            reset=_as_it_is,
+            server_settings={"statement_timeout": str(self.statement_timeout_ms)},
+        )
+        self._pool_loop = loop
+        await self._pool
+        return self._pool
+
+    async def acquire(self) -> DriverConnection:
+        """A connection of the pool (give it back with :meth:`release`)."""
+        try:
+            pool = await self._the_pool()
+            conn = await pool.acquire(timeout=self.acquire_timeout)
+        except TimeoutError as error:
+            raise DatabaseUnavailable(
+                f"no pooled connection became free within {self.acquire_timeout:g} s "
+                f"(at most {self.max_connections} per process)"
+            ) from error
+        except TRANSLATED as error:
+            raise translate(error) from error
+        return DriverConnection(conn)
+
+    async def release(self, conn: DriverConnection) -> None:
+        """Give ``conn`` back. One still inside a transaction (its COMMIT or ROLLBACK failed or
+        was cancelled) is closed instead: its state is unknown."""
+        raw = conn.raw
+        try:
+            if raw.is_in_transaction():
+                raw.terminate()
+        except asyncpg.InterfaceError:
+            return  # the server closed it, and the pool took it back already
+        pool = self._pool
+        if pool is None:
+            _discard(raw)
+            return
+        await pool.release(raw)
+
+    # --- transactions ---------------------------------------------------------------------
     @asynccontextmanager
-    async def connect(self) -> AsyncIterator[AsyncConnection]:
-        """A pooled connection in autocommit-per-block style (caller begins/commits)."""
-        async with db_errors():
-            conn = await self.engine.connect()
+    async def connect(self) -> AsyncIterator[DriverConnection]:
+        """A pooled connection outside any transaction: each statement commits on its own."""
+        conn = await self.acquire()
         try:
             yield conn
         finally:
-            await conn.close()
+            await self.release(conn)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self) -> AsyncIterator[DriverConnection]:
         """A standalone transaction: COMMIT on normal exit, ROLLBACK on error."""
         with child_span_around("db transaction", attributes={"db.system.name": "postgresql"}):
-            async with db_errors(), self.engine.begin() as conn:
-                yield conn
+            conn = await self.acquire()
+            try:
+                await conn.begin()
+                try:
+                    yield conn
+                except BaseException:
+                    await _quietly_rolled_back(conn)
+                    raise
+                await conn.commit()
+            finally:
+                await self.release(conn)
 
     async def connect_raw(self, **settings: str) -> asyncpg.Connection:
         """A new asyncpg connection outside the pool, with the pool's settings plus ``settings``
@@ -94,11 +261,31 @@ class PostgresDatabase:
             )
 
     async def ping(self) -> None:
-        async with db_errors(), self.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        async with self.connect() as conn:
+            await conn.execute(_SELECT_1)
 
     async def dispose(self) -> None:
-        await self.engine.dispose()
+        """Close the pool (connections in use are closed when given back)."""
+        pool, self._pool = self._pool, None
+        if pool is None or self._pool_loop is not asyncio.get_running_loop():
+            return
+        try:
+            await asyncio.wait_for(pool.close(), DATABASE_POOL_CLOSE_TIMEOUT.total_seconds())
+        except (TimeoutError, OSError, asyncpg.InterfaceError):
+            pool.terminate()
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({async_url(self.url).render_as_string(hide_password=True)})"
+
+
+def _discard(raw: asyncpg.Connection) -> None:
+    """Close a connection at once (a closed one the pool took back already is left alone)."""
+    with contextlib.suppress(asyncpg.InterfaceError):
+        raw.terminate()
+
+
+async def _quietly_rolled_back(conn: DriverConnection) -> None:
+    """Roll back after an error without hiding it (a ROLLBACK the server refuses leaves the
+    connection in a transaction, and :meth:`PostgresDatabase.release` closes it)."""
+    with contextlib.suppress(PortError):
+        await conn.rollback()

@@ -1,10 +1,13 @@
-"""Translate SQLAlchemy / asyncpg errors into port errors (ARCHITECTURE rule 3).
+"""Translate asyncpg's errors into port errors.
 
 Only a failure of the connection or of the server's availability is :class:`DatabaseUnavailable`
 (a retryable 503). Everything the server refuses for a reason of its own that retrying cannot
 fix (an undefined table or column, a syntax error, a missing privilege, any class not listed
 here) is a :class:`DatabaseDefect`: a 500 with an incident id, never a 503 that clients would
 retry forever.
+
+A port error's text is the server's message without the DETAIL it may add (which quotes the
+values of a row); a statement's parameters never appear in an error at all.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import asyncpg
-from sqlalchemy import exc as sa_exc
 
 from craig.ports.errors import (
     ConstraintViolation,
@@ -39,11 +41,11 @@ _UNAVAILABLE_SQLSTATES = {
     "3D000",  # invalid_catalog_name at connect: the database is being recreated or restored
 }
 #: Errors that carry no SQLSTATE yet mean the connection is gone or none could be had.
-_DISCONNECTS = (OSError, asyncpg.ConnectionDoesNotExistError, sa_exc.TimeoutError)
+_DISCONNECTS = (OSError, asyncpg.ConnectionDoesNotExistError, TimeoutError)
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
-    """The error, the DBAPI error SQLAlchemy wraps, and their causes."""
+    """The error and its causes (and the driver error a wrapper keeps as ``orig``)."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [error]
     while pending:
@@ -72,38 +74,50 @@ def _constraint_name(error: BaseException) -> str:
     return "unknown"
 
 
+def _is_disconnect(error: BaseException) -> bool:
+    if isinstance(error, _DISCONNECTS) or getattr(error, "connection_invalidated", False):
+        return True
+    # asyncpg's word for a connection that closed under us (SQLAlchemy's dialect reads it so too)
+    return isinstance(error, asyncpg.InterfaceError) and "connection is closed" in str(error)
+
+
 def is_unavailable(error: BaseException, code: str | None) -> bool:
     """True when the error says the server cannot serve us right now (retry later)."""
     if code is not None and (code in _UNAVAILABLE_SQLSTATES or code.startswith(_UNAVAILABLE_CLASSES)):
         return True
-    return any(
-        isinstance(candidate, _DISCONNECTS) or getattr(candidate, "connection_invalidated", False)
-        for candidate in _chain(error)
-    )
+    return any(_is_disconnect(candidate) for candidate in _chain(error))
 
 
 def translate(error: BaseException) -> PortError:
     """The port error for a driver error (the caller raises it ``from`` the original)."""
     if isinstance(error, PortError):
         return error
+    if isinstance(error, asyncpg.InvalidCachedStatementError):
+        # The schema changed under a prepared statement: it is prepared again on the next try.
+        return DatabaseUnavailable(f"{type(error).__name__}: {_words(error)}")
     code = _sqlstate(error)
+    words = _words(error)
     if code in _TRANSIENT_SQLSTATES:
-        return TransientConflict(str(error))
+        return TransientConflict(words)
     if code in _CONSTRAINT_SQLSTATES:
-        return ConstraintViolation(_constraint_name(error), str(getattr(error, "orig", error)))
+        return ConstraintViolation(_constraint_name(error), words)
     if code is not None and code.startswith("22"):  # data exception: the value, not the server
-        return InvalidData(str(getattr(error, "orig", error)))
+        return InvalidData(words)
     if is_unavailable(error, code):
-        return DatabaseUnavailable(f"{type(error).__name__}: {error}")
+        return DatabaseUnavailable(f"{type(error).__name__}: {words}")
     state = f" (SQLSTATE {code})" if code else ""
-    return DatabaseDefect(f"{type(error).__name__}{state}: {error}")
+    return DatabaseDefect(f"{type(error).__name__}{state}: {words}")
+
+
+def _words(error: BaseException) -> str:
+    """What the error says, without the DETAIL and HINT lines asyncpg appends to it."""
+    for candidate in _chain(error):
+        if isinstance(candidate, asyncpg.PostgresError | asyncpg.InterfaceError) and candidate.args:
+            return str(candidate.args[0])
+    return str(error)
 
 
 TRANSLATED = (
-    sa_exc.DBAPIError,
-    sa_exc.InterfaceError,
-    sa_exc.OperationalError,
-    sa_exc.TimeoutError,  # no pooled connection became free in time
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,

@@ -215,8 +215,7 @@ class PostgresIdempotencyStore(IdempotencyStore):
 
     async def purge(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
-            result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
-            return int(result.rowcount or 0)
+            return await conn.affected(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
 
     async def stats(self) -> IdempotencyStats:
         async with self.database.transaction() as conn:

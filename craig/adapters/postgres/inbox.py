@@ -224,13 +224,11 @@ class PostgresInboxStore(InboxStore):
     async def purge_processed(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
             params = {"age": older_than.total_seconds(), "batch": batch_size, "unrouted": UNROUTED}
-            result = await conn.execute(_PURGE, params)
-            return int(result.rowcount or 0)
+            return await conn.affected(_PURGE, params)
 
     async def purge_broadcast(self, consumers: Sequence[str], older_than: timedelta, batch_size: int) -> int:
         if not consumers:
             return 0
         params = {"consumers": list(consumers), "age": older_than.total_seconds(), "batch": batch_size}
         async with self.database.transaction() as conn:
-            result = await conn.execute(PURGE_BROADCAST, params)
-            return int(result.rowcount or 0)
+            return await conn.affected(PURGE_BROADCAST, params)

@@ -29,10 +29,9 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, FLOAT, JSONB, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import bindparam
 
-from craig.adapters.postgres.database import PostgresDatabase, json_value
+from craig.adapters.postgres.database import DriverConnection, PostgresDatabase, json_value
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks, stage_params
@@ -207,7 +206,7 @@ class PostgresOutboxWriter(OutboxWriter):
 
 
 class _PostgresBatch(OutboxBatch):
-    def __init__(self, conn: AsyncConnection, events: list[OutboxRecord]) -> None:
+    def __init__(self, conn: DriverConnection, events: list[OutboxRecord]) -> None:
         self._conn = conn
         self._events = events
 
@@ -265,8 +264,7 @@ class PostgresOutboxRelayStore(OutboxRelayStore):
 
     async def purge_published(self, older_than: timedelta, batch_size: int) -> int:
         async with self.database.transaction() as conn:
-            result = await conn.execute(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
-            return int(result.rowcount or 0)
+            return await conn.affected(_PURGE, {"age": older_than.total_seconds(), "batch": batch_size})
 
     async def stats(self) -> OutboxStats:
         async with self.database.transaction() as conn:

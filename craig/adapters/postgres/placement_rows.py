@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import RowMapping
-
+from craig.adapters.postgres.driver import Row
 from craig.domain.placements import EndReason, FosterHome, FosterHomeStatus, Placement, PlacementStatus
 
 HOME_COLUMNS = "id, name, capacity, occupancy, created_by, created_at, status, version"
@@ -14,7 +13,7 @@ PLACEMENT_COLUMNS = (
 )
 
 
-def home_from_row(row: RowMapping) -> FosterHome:
+def home_from_row(row: Row) -> FosterHome:
     return FosterHome(
         id=row["id"],
         name=row["name"],
@@ -27,7 +26,7 @@ def home_from_row(row: RowMapping) -> FosterHome:
     )
 
 
-def placement_from_row(row: RowMapping) -> Placement:
+def placement_from_row(row: Row) -> Placement:
     return Placement(
         id=row["id"],
         case_id=row["case_id"],

@@ -10,27 +10,32 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import CursorResult
-from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql import Executable
+from sqlalchemy.sql.elements import TextClause
 
+from craig.adapters.postgres.database import DriverConnection
+from craig.adapters.postgres.driver import Result
 from craig.ports.cipher import FieldCipher
 
 
 class PostgresSession:
+    __slots__ = ("_begin", "cipher", "current")
+
     def __init__(self, cipher: FieldCipher, begin: Callable[[], Awaitable[None]]) -> None:
         #: Sensitive columns go through this on every write and read.
         self.cipher = cipher
         self._begin = begin
         #: Set by the unit of work while its transaction is open.
-        self.current: AsyncConnection | None = None
+        self.current: DriverConnection | None = None
 
-    async def connection(self) -> AsyncConnection:
+    async def connection(self) -> DriverConnection:
         """The transaction's connection, beginning the transaction if it has not begun."""
         if self.current is None:
             await self._begin()
         assert self.current is not None
         return self.current
 
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
-        return await (await self.connection()).execute(statement, parameters)
+    async def execute(self, statement: TextClause, parameters: Any = None) -> Result:
+        current = self.current
+        if current is None:
+            current = await self.connection()
+        return await current.execute(statement, parameters)

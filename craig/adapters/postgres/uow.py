@@ -8,14 +8,11 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from craig.adapters.postgres.attachments import PostgresAttachmentRepository
 from craig.adapters.postgres.audit import PostgresAuditRepository
 from craig.adapters.postgres.cases import PostgresCaseRepository
 from craig.adapters.postgres.contacts import PostgresContactRepository
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.exchange import PostgresPartnerRepository, PostgresTransactionRepository
 from craig.adapters.postgres.idempotency import PostgresIdempotencySlots
 from craig.adapters.postgres.inbox import PostgresInboxRepository
@@ -110,35 +107,33 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
 
     # --- primitives -----------------------------------------------------------------------
     async def _begin(self) -> None:
-        async with db_errors():
-            conn = await self.database.engine.connect()
-            try:
-                await conn.begin()
-            except BaseException:
-                await conn.close()
-                raise
+        conn = await self.database.acquire()
+        try:
+            await conn.begin()
+        except BaseException:
+            await self.database.release(conn)
+            raise
         self.session.current = conn
         self._transaction_span = child_span("db transaction", attributes=_DB)
 
     async def _finish(self, commit: bool) -> None:
-        conn: AsyncConnection | None = self.session.current
+        conn = self.session.current
         self.session.current = None
         if conn is None:
             return
         traced, self._transaction_span = self._transaction_span, Span()
         traced.set("craig.db.outcome", "commit" if commit else "rollback")
         try:
-            async with db_errors():
-                if commit:
-                    await conn.commit()
-                else:
-                    await conn.rollback()
+            if commit:
+                await conn.commit()
+            else:
+                await conn.rollback()
         except BaseException as error:
             traced.failed(error)
             raise
         finally:
             traced.end()
-            await conn.close()
+            await self.database.release(conn)
 
     async def _commit(self) -> None:
         await self._finish(commit=True)
@@ -147,13 +142,10 @@ class PostgresUnitOfWork(TransactionalUnitOfWork, UnitOfWork):
         await self._finish(commit=False)
 
     async def _savepoint(self) -> Any:
-        async with db_errors():
-            return await (await self.session.connection()).begin_nested()
+        return await (await self.session.connection()).savepoint()
 
     async def _release_savepoint(self, savepoint: Any) -> None:
-        async with db_errors():
-            await savepoint.commit()
+        await (await self.session.connection()).release_savepoint(savepoint)
 
     async def _rollback_savepoint(self, savepoint: Any) -> None:
-        async with db_errors():
-            await savepoint.rollback()
+        await (await self.session.connection()).rollback_to_savepoint(savepoint)
