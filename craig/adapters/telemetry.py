@@ -17,7 +17,10 @@ outcome event keeps its job's correlation id, the partner's dedupe key.
 Tracing uses ``opentelemetry-api`` when it is installed (the ``craig[otel]`` extra) and does
 nothing otherwise: :func:`span` then yields and records nothing, and :func:`current_traceparent`
 is ``None``. Whether spans are recorded and exported is the SDK's business
-(:mod:`craig.entrypoints.tracing`, switched on by the ``OTEL_*`` variables).
+(:mod:`craig.entrypoints.tracing`, switched on by the ``OTEL_*`` variables), which calls
+:func:`record_spans` once it has installed a tracer provider. Until then a span costs nothing
+unless it continues a context someone passed on (a caller's ``traceparent``), which is still
+carried along to what the work stages.
 """
 
 from __future__ import annotations
@@ -50,6 +53,14 @@ _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 _origin: ContextVar[str | None] = ContextVar("craig_origin_request_id", default=None)
+#: A tracer provider that records spans is installed (see :func:`record_spans`).
+_recording = False
+
+
+def record_spans() -> None:
+    """Spans are recorded from now on: a tracer provider is installed (it cannot be removed)."""
+    global _recording
+    _recording = True
 
 
 def origin_request_id() -> str | None:
@@ -68,17 +79,25 @@ def sane_traceparent(value: object) -> str | None:
 
 @contextlib.contextmanager
 def originating(request_id: str | None) -> Iterator[None]:
-    """Bind ``request_id`` for what runs inside: the ``request_id`` of every log line, the id
-    stamped on what is staged. ``None`` (work no request started) binds nothing new."""
+    """Bind ``request_id`` for what runs inside: the ``request_id`` of every log line (see
+    :func:`add_request_id`), the id stamped on what is staged. ``None`` (work no request
+    started) binds nothing new."""
     if request_id is None:
         yield
         return
     token = _origin.set(request_id)
     try:
-        with structlog.contextvars.bound_contextvars(request_id=request_id):
-            yield
+        yield
     finally:
         _origin.reset(token)
+
+
+def add_request_id(_logger: Any, _method: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    """A log processor: the bound request id as the line's ``request_id`` (unless it has one)."""
+    request_id = _origin.get()
+    if request_id is not None:
+        event.setdefault("request_id", request_id)
+    return event
 
 
 def current_traceparent() -> str | None:
@@ -171,10 +190,12 @@ def span(
     if _PROPAGATOR is None:
         yield Span()
         return
-    context = None
-    carried = parent.get(TRACEPARENT) if isinstance(parent, Mapping) else parent
-    if sane_traceparent(carried) is not None:
-        context = _PROPAGATOR.extract({TRACEPARENT: str(carried)})
+    carried = sane_traceparent(parent.get(TRACEPARENT) if isinstance(parent, Mapping) else parent)
+    if carried is None and not _recording:
+        # Nothing records it and no context is passed on: the current one (if any) stays.
+        yield Span()
+        return
+    context = None if carried is None else _PROPAGATOR.extract({TRACEPARENT: carried})
     tracer = trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(
         name,
@@ -188,7 +209,8 @@ def span(
 
 
 def _within_a_trace() -> bool:
-    return _PROPAGATOR is not None and trace.get_current_span().get_span_context().is_valid
+    """Spans are recorded, and a trace is current."""
+    return _recording and trace.get_current_span().get_span_context().is_valid
 
 
 def child_span(name: str, *, attributes: Mapping[str, str | int | float | bool] | None = None) -> Span:

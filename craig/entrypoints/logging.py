@@ -22,6 +22,8 @@ from typing import Any
 
 import structlog
 
+from craig.adapters.telemetry import add_request_id
+
 #: Libraries that install handlers of their own (and stop propagating) when imported or first
 #: used; their records are sent back to the root handler instead.
 _OWN_HANDLERS = ("faststream", "faststream.access", "faststream.access.rabbit", "uvicorn", "uvicorn.error")
@@ -56,6 +58,7 @@ def _shared() -> list[structlog.types.Processor]:
     """What every line gets, whether it came through structlog or the standard library."""
     return [
         structlog.contextvars.merge_contextvars,
+        add_request_id,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),

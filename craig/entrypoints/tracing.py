@@ -18,7 +18,21 @@ from collections.abc import Mapping
 
 import structlog
 
+from craig.adapters import telemetry
+
 log = structlog.get_logger(__name__)
+
+
+def _use_a_provider_installed_elsewhere() -> None:
+    """A tracer provider someone else installed (``opentelemetry-instrument``) records Craig's
+    spans too."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        telemetry.record_spans()
+
 
 _configured = False
 
@@ -42,6 +56,7 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     exporters = tracing_requested(env)
     if not exporters or _configured:
+        _use_a_provider_installed_elsewhere()
         return _configured
     try:
         from opentelemetry import trace
@@ -71,6 +86,7 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
     for exporter in chosen:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    telemetry.record_spans()
     _configured = True
     log.info("tracing on", exporters=exporters)
     return True

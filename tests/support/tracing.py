@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from craig.adapters import telemetry
+
 
 class _Recorder(InMemorySpanExporter):
     armed = False
@@ -32,6 +34,7 @@ def memory_spans() -> Iterator[InMemorySpanExporter]:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(_recorder))
         trace.set_tracer_provider(provider)
+        telemetry.record_spans()
     _recorder.clear()
     _recorder.armed = True
     try:

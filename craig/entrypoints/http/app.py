@@ -20,6 +20,7 @@ from craig.entrypoints.http.dependencies import (
     cursors_dependency,
     unit_of_work_dependency,
 )
+from craig.entrypoints.http.dependency_order import resolve_in_turn
 from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.metrics import RequestMetrics
@@ -166,6 +167,7 @@ def create_app(
         lifespan=[lifespan],
         logging_config=None,
     )
+    resolve_in_turn(app)
     # Outermost: every request counted once, with the status actually sent (see the module).
     app.asgi_handler = RequestMetrics(app.asgi_handler)
     app.state.attachment_max_bytes = settings.attachments.max_bytes
