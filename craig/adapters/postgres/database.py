@@ -200,7 +200,9 @@ class PostgresDatabase:
         """A connection of the pool (give it back with :meth:`release`)."""
         try:
             pool = await self._the_pool()
-            conn = await pool.acquire(timeout=self.acquire_timeout)
+            # asyncio.timeout, not acquire(timeout=): that one runs the wait in a task of its own.
+            async with asyncio.timeout(self.acquire_timeout):
+                conn = await pool.acquire()
         except TimeoutError as error:
             raise DatabaseUnavailable(
                 f"no pooled connection became free within {self.acquire_timeout:g} s "

@@ -21,14 +21,12 @@ from craig.entrypoints.http.dependencies import (
     unit_of_work_dependency,
 )
 from craig.entrypoints.http.dependency_order import resolve_in_turn
-from craig.entrypoints.http.headers import security_headers
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
-from craig.entrypoints.http.metrics import RequestMetrics
 from craig.entrypoints.http.openapi_config import openapi_config
 from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
 from craig.entrypoints.http.query_guard import refuse_unknown_query_parameters
-from craig.entrypoints.http.request_context import RequestContextMiddleware, request_id_header
+from craig.entrypoints.http.request_context import RequestContext
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
@@ -159,8 +157,6 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=refuse_unknown_query_parameters,
-        middleware=[RequestContextMiddleware(settings.http.trusted_proxies)],
-        before_send=[security_headers, request_id_header],
         cors_config=cors,
         request_max_body_size=settings.http.max_body_bytes,
         openapi_config=openapi_config(_description(settings)),
@@ -168,8 +164,9 @@ def create_app(
         logging_config=None,
     )
     resolve_in_turn(app)
-    # Outermost: every request counted once, with the status actually sent (see the module).
-    app.asgi_handler = RequestMetrics(app.asgi_handler)
+    # Outermost: the request's id and address, Craig's headers on every answer, each request
+    # counted and logged once with the status actually sent (see the module).
+    app.asgi_handler = RequestContext(app.asgi_handler, settings.http.trusted_proxies)
     app.state.attachment_max_bytes = settings.attachments.max_bytes
     app.state[TRUSTED_PROXIES_STATE] = settings.http.trusted_proxies
     return app

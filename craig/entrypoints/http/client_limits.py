@@ -28,8 +28,11 @@ Admit = Callable[[str | None], Awaitable[None]]
 def request_client_ip(scope: Scope, trusted_proxies: str) -> str | None:
     """The client's address: the TCP peer, or X-Forwarded-For from a trusted proxy."""
     peer = scope.get("client")
+    address = peer[0] if peer else None
+    if not trusted_proxies:
+        return address  # no proxy is trusted: the header is never read
     forwarded = Headers.from_scope(scope).getall("x-forwarded-for", [])
-    return client_ip(peer[0] if peer else None, forwarded, trusted_networks(trusted_proxies))
+    return client_ip(address, forwarded, trusted_networks(trusted_proxies))
 
 
 class ClientRateLimitMiddleware(ASGIMiddleware):

@@ -23,12 +23,17 @@ async def provide_principal(request: Request[Any, Any, Any]) -> Principal:
     return principal_of(request.scope.get("user"))
 
 
-def unit_of_work_dependency(new_unit_of_work: Callable[[], UnitOfWork]) -> Provide:
+def request_unit_of_work(new_unit_of_work: Callable[[], UnitOfWork]) -> UnitOfWork:
     """The request's transaction when the idempotency layer opened one, else a fresh unit of work."""
+    bound = request_transaction.current()
+    return bound.uow if bound is not None else new_unit_of_work()
+
+
+def unit_of_work_dependency(new_unit_of_work: Callable[[], UnitOfWork]) -> Provide:
+    """:func:`request_unit_of_work` for a route that declares ``uow: UoW`` itself."""
 
     async def provide_uow() -> UnitOfWork:
-        bound = request_transaction.current()
-        return bound.uow if bound is not None else new_unit_of_work()
+        return request_unit_of_work(new_unit_of_work)
 
     return Provide(provide_uow)
 

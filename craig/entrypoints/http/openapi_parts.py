@@ -98,7 +98,7 @@ HEADERS: Final[Mapping[str, Mapping[str, Any]]] = {
     ),
 }
 
-#: Headers every response carries, errors included (none but those of ``security_headers`` yet,
+#: Headers every response carries, errors included (none but the security headers yet,
 #: which the document leaves out). A middleware that adds one to every response names it here.
 EVERY_RESPONSE_HEADERS: tuple[str, ...] = ("X-Request-ID",)
 #: What a replayed response of the idempotency layer adds (any status it stored).

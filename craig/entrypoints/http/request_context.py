@@ -1,51 +1,60 @@
-"""Who is asking from where, for one request: its id and the client's address.
+"""The outermost layer of every HTTP request: who is asking from where, and what was answered.
 
-The id is the caller's ``X-Request-ID`` when it sends a sane one (1-128 characters of letters,
-digits and ``. _ : -``), else a new one; the response carries it back in ``X-Request-ID``. Both
-are bound for the request's duration: every log line of the request carries ``request_id``, the
-authenticated principal carries both (audit entries record them), and the client's address is
-the one the per-client limits count (``X-Forwarded-For`` only from a trusted proxy).
+:class:`RequestContext` wraps the whole Litestar application (outside its routing, its
+exception handling and every middleware), so it sees every answer exactly once: a route's, a
+401 of the bearer middleware, a 404 or 405 of the router, a 413 of a body limit, a 500. For
+each request it
 
-The id is also bound as the request's *origin* (:func:`craig.adapters.telemetry.originating`):
-every event the request stages gets it as its ``correlation_id`` and every send job as its
-``origin_request_id``, so the consumer's and the send worker's log lines carry it too.
-
-Each request runs in a ``SERVER`` span (when tracing is on) that continues the caller's
-``traceparent``, and ends with ONE access line (logger ``craig.access``, written by the
-``before_send`` hook once the response's last byte is handed over, so it tells the status
-that was sent even when an error was answered outside the middleware): ``method``, ``route``
-(the route's template, never the raw path), ``status``, ``duration_ms``, ``request_id``,
-``actor`` (the principal's ``sub`` when authenticated) and ``client_ip``. Never a header value,
-a token, a query string or a body.
+* takes the caller's ``X-Request-ID`` when it is sane (1-128 characters of letters, digits and
+  ``. _ : -``), else makes one, and the client's address (``X-Forwarded-For`` only from a
+  trusted proxy); both are bound for the request's duration (:func:`current`): every log line
+  of the request carries ``request_id``, the authenticated principal carries both (audit
+  entries record them), and the address is the one per-client limits count. The id is also
+  bound as the request's *origin* (:func:`craig.adapters.telemetry.originating`): every event
+  the request stages gets it as its ``correlation_id`` and every send job as its
+  ``origin_request_id``;
+* runs it in a ``SERVER`` span when spans are recorded or the caller sent a ``traceparent``
+  (continued);
+* adds to the answer ``X-Request-ID``, ``Strict-Transport-Security`` and
+  ``X-Content-Type-Options: nosniff``;
+* counts it (``craig_http_requests_total`` and ``craig_http_request_duration_seconds`` by
+  method, route template (``unmatched`` when no route matched: bounded label cardinality) and
+  the status actually sent; 500 when the application raised before answering);
+* and ends it with ONE access line (logger ``craig.access``, at INFO): ``method``, ``route``
+  (the route's template, never the raw path), ``status``, ``duration_ms``, ``request_id``,
+  ``actor`` (the principal's ``sub`` when authenticated) and ``client_ip``. Never a header
+  value, a token, a query string or a body.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import uuid
 from contextvars import ContextVar
+from typing import Any
 
 import attrs
 import structlog
-from litestar.datastructures import Headers, MutableScopeHeaders
-from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from craig.adapters.telemetry import SpanKind, originating, span
 from craig.domain.access import Principal
+from craig.entrypoints import metrics
 from craig.entrypoints.http.client_limits import request_client_ip
 
 HEADER = "x-request-id"
-#: Where the request's :class:`RequestInfo` is kept in the ASGI scope, for the ``before_send``
-#: hook (which runs after the middleware has returned).
-_STATE_KEY = "craig.request_info"
-#: The status of the response being sent, from its start message to its last body message.
-_STATUS_KEY = "craig.response_status"
+HSTS = "max-age=31536000; includeSubDomains"
 _SANE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-
+_REQUEST_ID = HEADER.encode()
+_TRACEPARENT = b"traceparent"
+_NOSNIFF = b"x-content-type-options"
+_ADDED = ((b"strict-transport-security", HSTS.encode()),)
 
 access_log = structlog.get_logger("craig.access")
+#: Whether ``craig.access`` writes INFO lines (checked per request: the logging module caches it).
+_access_level = logging.getLogger("craig.access")
 
 
 @attrs.frozen
@@ -70,90 +79,101 @@ def request_id_from(header: str | None) -> str:
     return uuid.uuid4().hex
 
 
-class RequestContextMiddleware(ASGIMiddleware):
-    scopes = ("http",)  # type: ignore[assignment]
+class RequestContext:
+    """The outermost ASGI layer (see the module); websocket and lifespan scopes pass through."""
 
-    def __init__(self, trusted_proxies: str) -> None:
+    def __init__(self, app: ASGIApp, trusted_proxies: str) -> None:
+        self.app = app
         self.trusted_proxies = trusted_proxies
+        #: The metric children by label values: ``labels()`` takes a lock and builds a key on
+        #: every call, a dict lookup does not.
+        self._counted: dict[tuple[str, str, int], Any] = {}
+        self._timed: dict[tuple[str, str], Any] = {}
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        info = RequestInfo(
-            request_id_from(Headers.from_scope(scope).get(HEADER)),
-            request_client_ip(scope, self.trusted_proxies),
-        )
-
-        scope.setdefault("state", {})[_STATE_KEY] = info
-        token = _current.set(info)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if str(scope["type"]) != "http":  # websocket and lifespan pass through
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        given_id: str | None = None
+        traceparent: str | None = None
+        for name, value in scope["headers"]:
+            if name == _REQUEST_ID:
+                given_id = value.decode("latin-1")
+            elif name == _TRACEPARENT:
+                traceparent = value.decode("latin-1")
+        info = RequestInfo(request_id_from(given_id), request_client_ip(scope, self.trusted_proxies), started)
+        request_id = info.request_id.encode()
         method = str(scope.get("method", ""))
-        attributes: dict[str, str | int | float | bool] = {
-            "http.request.method": method,
-            "url.scheme": str(scope.get("scheme", "http")),
-            "craig.request_id": info.request_id,
-        }
+        status = 0
+
+        async def answer(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message["headers"] = _with_ours(message.get("headers") or (), request_id)
+            await send(message)
+
+        token = _current.set(info)
         try:
             with (
                 originating(info.request_id),
                 span(
                     method,
                     kind=SpanKind.SERVER,
-                    parent=Headers.from_scope(scope),
-                    attributes=attributes,
+                    parent=traceparent,
+                    attributes={"http.request.method": method, "craig.request_id": info.request_id},
                     exception_is_error=False,  # a 4xx problem is no error of the server's
-                ) as current,
+                ) as current_span,
             ):
-                status = 500
-
-                async def observed(message: Message) -> None:
-                    nonlocal status
-                    if message["type"] == "http.response.start":
-                        status = int(message["status"])
-                    await send(message)
-
                 try:
-                    await next_app(scope, receive, observed)
-                except Exception as error:  # answered outside: its status, as the handler will tell it
-                    status = int(getattr(error, "status_code", 500))
-                    raise
+                    await self.app(scope, receive, answer)
                 finally:
                     route = scope.get("path_template")
                     if route:
-                        current.rename(f"{method} {route}")
-                        current.set("http.route", str(route))
-                    current.set("http.response.status_code", status)
-                    if status >= 500:
-                        current.failed(f"answered {status}")
+                        current_span.rename(f"{method} {route}")
+                        current_span.set("http.route", str(route))
+                    current_span.set("http.response.status_code", status or 500)
+                    if (status or 500) >= 500:
+                        current_span.failed(f"answered {status or 500}")
         finally:
             _current.reset(token)
+            self._done(scope, method, info, status or 500)
+
+    def _done(self, scope: Scope, method: str, info: RequestInfo, status: int) -> None:
+        route = str(scope.get("path_template") or metrics.UNMATCHED_ROUTE)
+        elapsed = time.perf_counter() - info.started
+        counted = self._counted.get((method, route, status))
+        if counted is None:
+            counted = self._counted[(method, route, status)] = metrics.http_requests.labels(method, route, str(status))
+        counted.inc()
+        timed = self._timed.get((method, route))
+        if timed is None:
+            timed = self._timed[(method, route)] = metrics.http_latency.labels(method, route)
+        timed.observe(elapsed)
+        if _access_level.isEnabledFor(logging.INFO):
+            user = scope.get("user")
+            access_log.info(
+                "request",
+                method=method,
+                route=scope.get("path_template"),
+                status=status,
+                duration_ms=round(elapsed * 1000, 3),
+                request_id=info.request_id,
+                actor=str(user.sub) if isinstance(user, Principal) else None,
+                client_ip=info.client_ip,
+            )
 
 
-async def request_id_header(message: Message, scope: Scope) -> None:
-    """``before_send`` hook: every response carries ``X-Request-ID``, whatever answered it (an
-    error raised before or inside the middleware stack is answered outside of it); once its
-    last byte is handed over, the request's access line is written."""
-    state = scope.setdefault("state", {})
-    if message["type"] == "http.response.start":
-        info = state.get(_STATE_KEY)
-        if not isinstance(info, RequestInfo):
-            # A path no route serves is answered before any middleware ran: give it an id anyway.
-            info = RequestInfo(request_id_from(Headers.from_scope(scope).get(HEADER)), None)
-            state[_STATE_KEY] = info
-        MutableScopeHeaders.from_message(message)["X-Request-ID"] = info.request_id
-        state[_STATUS_KEY] = int(message["status"])
-    elif message["type"] == "http.response.body" and not message.get("more_body", False):
-        info, status = state.get(_STATE_KEY), state.pop(_STATUS_KEY, None)
-        if isinstance(info, RequestInfo) and status is not None:
-            _access_line(scope, info, status)
+def _with_ours(headers: Any, request_id: bytes) -> list[tuple[bytes, bytes]]:
+    """The answer's headers with Craig's own: ``X-Request-ID`` and HSTS replace any the app set,
+    ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``."""
+    kept = [(name, value) for name, value in headers if name.lower() not in _REPLACED]
+    if not any(name.lower() == _NOSNIFF for name, _ in kept):
+        kept.append((_NOSNIFF, b"nosniff"))
+    kept += _ADDED
+    kept.append((_REQUEST_ID, request_id))
+    return kept
 
 
-def _access_line(scope: Scope, info: RequestInfo, status: int) -> None:
-    user = scope.get("user")
-    access_log.info(
-        "request",
-        method=str(scope.get("method", "")),
-        route=scope.get("path_template"),
-        status=status,
-        duration_ms=round((time.perf_counter() - info.started) * 1000, 3),
-        request_id=info.request_id,
-        actor=str(user.sub) if isinstance(user, Principal) else None,
-        client_ip=info.client_ip,
-    )
+_REPLACED = frozenset({_REQUEST_ID, b"strict-transport-security"})

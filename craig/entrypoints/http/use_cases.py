@@ -7,13 +7,15 @@ the idempotency layer's open transaction when there is one, else a fresh unit of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dependency_injector import providers
 from litestar.di import Provide
 
 from craig.entrypoints.container import Container
-from craig.entrypoints.http.dependencies import UoW
+from craig.entrypoints.http.dependencies import request_unit_of_work
+from craig.ports.unit_of_work import UnitOfWork
 
 #: The per-request use cases, by the parameter name handlers declare them under; each is the
 #: container provider of the same name.
@@ -69,17 +71,16 @@ PER_REQUEST = (
 )
 
 
-def _per_request(factory: providers.Provider[Any]) -> Provide:
-    async def provide(uow: UoW) -> Any:
-        return factory(uow=uow)
+def _per_request(factory: providers.Provider[Any], new_unit_of_work: Callable[[], UnitOfWork]) -> Provide:
+    # The unit of work is found here rather than declared as a dependency of its own: one
+    # dependency fewer for Litestar to resolve (and validate) per use case and request.
+    async def provide() -> Any:
+        return factory(uow=request_unit_of_work(new_unit_of_work))
 
     return Provide(provide)
 
 
 def use_case_dependencies(container: Container) -> dict[str, Provide]:
     """Every use case a route may declare, bound to ``container``."""
-    found: dict[str, Provide] = {}
-    for name in PER_REQUEST:
-        provider = getattr(container, name)
-        found[name] = _per_request(provider)
-    return found
+    new_unit_of_work: Callable[[], UnitOfWork] = container.uow
+    return {name: _per_request(getattr(container, name), new_unit_of_work) for name in PER_REQUEST}

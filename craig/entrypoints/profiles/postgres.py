@@ -8,6 +8,8 @@ LISTEN listener and their resources and readiness check.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from dependency_injector import containers, providers
 
 from craig.adapters.postgres.audit_chain import PostgresAuditChainStore
@@ -46,9 +48,9 @@ class PostgresStorage(containers.DeclarativeContainer):
     )
     listener = providers.Singleton(PostgresListener, url=url, channels=LISTEN_CHANNELS)
 
-    uow = providers.Factory(
-        PostgresUnitOfWork, database=database, cipher=cipher, record_audit=settings.provided.audit.enabled
-    )
+    #: Read once: a ``settings.provided...`` chain would be walked again for every unit of work.
+    audit_recorded = providers.Singleton(attrgetter("audit.enabled"), settings)
+    uow = providers.Factory(PostgresUnitOfWork, database=database, cipher=cipher, record_audit=audit_recorded)
     idempotency_store = providers.Singleton(
         PostgresIdempotencyStore, database=database, cipher=cipher, listener=listener
     )
