@@ -87,19 +87,26 @@ INSERT_CONTACT = """INSERT INTO contacts (id, case_id, contact_type, occurred_at
  created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"""
 SLOT_COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, slot_id, started_at,
  claim_expires_at, finished_at, status_code, headers, body, body_too_large, error_detail"""
-CLAIM = f"""INSERT INTO idempotency_responses (cache_key, method, path, user_sub, body_fingerprint, status, slot_id,
+CLAIM = f"""WITH inserted AS (
+ INSERT INTO idempotency_responses (cache_key, method, path, user_sub, body_fingerprint, status, slot_id,
  started_at, claim_expires_at) VALUES ($1, $2, $3, $4, $5, 'processing', $6, now(), now() + make_interval(secs => $7))
- ON CONFLICT (cache_key) DO NOTHING RETURNING {SLOT_COLUMNS}"""
-RECLAIM = f"""UPDATE idempotency_responses SET status = 'processing', started_at = now(),
- claim_expires_at = now() + make_interval(secs => $1), finished_at = NULL, status_code = NULL, headers = NULL,
- body = NULL, body_too_large = false, error_detail = NULL, body_fingerprint = $2, claim_token = claim_token + 1
- WHERE cache_key = $3 AND body_fingerprint = $2
- AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now())) RETURNING {SLOT_COLUMNS}"""
-EXISTING = f"SELECT {SLOT_COLUMNS}, now() AS db_now FROM idempotency_responses WHERE cache_key = $1"
-FINALIZE = """UPDATE idempotency_responses SET status = 'succeeded', finished_at = now(), status_code = $1,
- headers = $2::JSONB, body = $3::BYTEA, body_too_large = $4
- WHERE cache_key = $5 AND claim_token = $6 AND status = 'processing' RETURNING cache_key"""
-NOTIFY = "SELECT pg_notify('craig_idempotency', $1)"
+ ON CONFLICT (cache_key) DO NOTHING RETURNING {SLOT_COLUMNS}
+), reclaimed AS (
+ UPDATE idempotency_responses SET status = 'processing', started_at = now(),
+ claim_expires_at = now() + make_interval(secs => $7), finished_at = NULL, status_code = NULL, headers = NULL,
+ body = NULL, body_too_large = false, error_detail = NULL, body_fingerprint = $5, claim_token = claim_token + 1
+ WHERE cache_key = $1 AND body_fingerprint = $5
+ AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now()))
+ AND NOT EXISTS (SELECT 1 FROM inserted) RETURNING {SLOT_COLUMNS}
+)
+SELECT {SLOT_COLUMNS}, now() AS db_now, true AS claimed FROM inserted
+UNION ALL SELECT {SLOT_COLUMNS}, now(), true FROM reclaimed
+UNION ALL SELECT {SLOT_COLUMNS}, now(), false FROM idempotency_responses
+ WHERE cache_key = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM reclaimed)"""
+FINALIZE = """WITH done AS (UPDATE idempotency_responses SET status = 'succeeded', finished_at = now(),
+ status_code = $1, headers = $2::JSONB, body = $3::BYTEA, body_too_large = $4
+ WHERE cache_key = $5 AND claim_token = $6 AND status = 'processing' RETURNING cache_key)
+ SELECT pg_notify('craig_idempotency', cache_key) FROM done"""
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -254,18 +261,15 @@ async def idempotent_open(who: dict[str, Any], key: str, body: dict[str, Any]) -
     cache_key = hashlib.sha256(f"{who['sub']}\x00POST\x00/v1/cases\x00{key}".encode()).hexdigest()
     fingerprint = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     async with STATE.pool.acquire() as conn:
-        async with conn.transaction():
-            claimed = await conn.fetchrow(
-                CLAIM, cache_key, "POST", "/v1/cases", str(who["sub"]), fingerprint, new_id(), CLAIM_TTL_SECONDS
-            )
-            if claimed is None:
-                claimed = await conn.fetchrow(RECLAIM, CLAIM_TTL_SECONDS, fingerprint, cache_key)
-                existing = None if claimed is not None else await conn.fetchrow(EXISTING, cache_key)
-        if claimed is None:  # a stored answer: replay it
-            assert existing is not None and existing["status"] == "succeeded"
+        slot = await conn.fetchrow(
+            CLAIM, cache_key, "POST", "/v1/cases", str(who["sub"]), fingerprint, new_id(), CLAIM_TTL_SECONDS
+        )
+        assert slot is not None
+        if not slot["claimed"]:  # a stored answer: replay it
+            existing = slot
+            assert existing["status"] == "succeeded"
             if "replay" in STATE.audited:
-                async with conn.transaction():
-                    await audit(conn, who, "replay", "request", "POST /v1/cases")
+                await audit(conn, who, "replay", "request", "POST /v1/cases")
             stored = STATE.cipher.decrypt_bytes(
                 bytes(existing["body"]), context("idempotency_responses", "body", cache_key)
             )
@@ -286,8 +290,7 @@ async def idempotent_open(who: dict[str, Any], key: str, body: dict[str, Any]) -
             answer = json.dumps(view).encode()
             sealed = STATE.cipher.encrypt_bytes(answer, context("idempotency_responses", "body", cache_key))
             headers = json.dumps({"location": f"/v1/cases/{view['id']}"})
-            await conn.fetchval(FINALIZE, 201, headers, sealed, False, cache_key, claimed["claim_token"])
-            await conn.execute(NOTIFY, cache_key)
+            await conn.fetchval(FINALIZE, 201, headers, sealed, False, cache_key, slot["claim_token"])
     return Response(view, status_code=201)
 
 

@@ -11,7 +11,9 @@ so that changing, removing or inserting an entry anywhere breaks every hash afte
 
 from __future__ import annotations
 
+import copy
 import enum
+import functools
 import hashlib
 import ipaddress
 import json
@@ -24,7 +26,12 @@ from uuid import UUID
 
 import attrs
 
-from craig.domain.constants import AUDIT_MAX_CHANGED_FIELDS, AUDIT_MAX_RESOURCE_IDS, AUDIT_TEXT_MAX_LENGTH
+from craig.domain.constants import (
+    AUDIT_ADDRESSES_CACHED,
+    AUDIT_MAX_CHANGED_FIELDS,
+    AUDIT_MAX_RESOURCE_IDS,
+    AUDIT_TEXT_MAX_LENGTH,
+)
 
 
 class AuditOutcome(enum.StrEnum):
@@ -109,7 +116,13 @@ def _field_names(values: Iterable[str]) -> tuple[str, ...]:
 def _client_ip(value: object) -> str | None:
     if value is None:
         return None
-    return str(ipaddress.ip_address(str(value)))
+    return _normal_address(str(value))
+
+
+@functools.lru_cache(maxsize=AUDIT_ADDRESSES_CACHED)
+def _normal_address(text: str) -> str:
+    """An address as an entry keeps it (``ValueError`` for one that is not: never cached)."""
+    return str(ipaddress.ip_address(text))
 
 
 def _instant(value: datetime | None) -> datetime | None:
@@ -160,6 +173,14 @@ class AuditEntry:
     def is_change(self) -> bool:
         """True for every action but a read or a list (what a case's history shows)."""
         return self.action not in READ_ACTIONS
+
+    def written_at(self, at: datetime) -> AuditEntry:
+        """This entry as written: stamped ``at`` by the database, not sealed yet. Its other
+        fields were converted when it was made, so they are copied, not converted again."""
+        written = copy.copy(self)
+        object.__setattr__(written, "at", _instant(at))
+        object.__setattr__(written, "seq", None)
+        return written
 
 
 def _text_of(value: UUID | None) -> str | None:

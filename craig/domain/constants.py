@@ -148,6 +148,12 @@ HTTP_MAX_BODY_BYTES: Final = 1024 * 1024
 #: Distinct ``trusted_proxies`` settings whose parsed networks are kept (one per process in practice).
 TRUSTED_PROXY_SETTINGS_CACHED: Final = 32
 
+#: Client addresses whose normal form the audit trail keeps (each a few dozen bytes).
+AUDIT_ADDRESSES_CACHED: Final = 4096
+#: The associated-data heads (version, key id, table, column) the field cipher keeps built:
+#: far more than the encrypted columns times the keys of a ring.
+ASSOCIATED_DATA_HEADS_CACHED: Final = 1024
+
 # --- Database -------------------------------------------------------------------------------
 #: A process's connection pool (``CRAIG_DATABASE__POOL_SIZE`` / ``__MAX_OVERFLOW``). Most of it
 #: is kept: a connection above the pool size is closed when it is given back, so a pool smaller

@@ -241,6 +241,7 @@ class Container(containers.DeclarativeContainer):
     show_case_history = providers.Factory(ShowCaseHistory)
     # audit trail (craig/entrypoints/audit_wiring.py)
     audit_chain_store = adapters.audit_chain_store
+    audit_log = adapters.audit_log
     audit = providers.Container(AuditContainer, store=audit_chain_store, clock=clock)
 
     # --- the background loops: relay, subscriptions, cleanup (craig/entrypoints/background.py) ------

@@ -1,6 +1,7 @@
 """Ports of the audit trail: recording and reading entries inside a unit of work
-(:class:`AuditRepository`, ``uow.audit``), and the hash chain's own side
-(:class:`AuditChainStore`): sealing, verification, the retention floor and purging.
+(:class:`AuditRepository`, ``uow.audit``), recording entries on their own (:class:`AuditLog`),
+and the hash chain's own side (:class:`AuditChainStore`): sealing, verification, the retention
+floor and purging.
 
 Entries are append-only where they are stored: the PostgreSQL adapter's tables refuse UPDATE
 and TRUNCATE from every role, and DELETE of any entry younger than the retention floor.
@@ -41,6 +42,17 @@ class AuditRepository(Protocol):
     async def case_history(self, case_id: UUID, limit: int, cursor: AuditCursor | None = None) -> AuditPage:
         """What changed in one case and in its contacts, attachments and placements: its entries
         (``case_id``) whose action is not a read or a list, newest first, paged like :meth:`list`."""
+        ...
+
+
+class AuditLog(Protocol):
+    """Entries recorded on their own, outside any unit of work: for an answer no use case runs
+    for (an idempotent replay, whose stored response is served again)."""
+
+    async def append(self, entries: Sequence[AuditEntry]) -> None:
+        """Write ``entries`` in a transaction of their own: all of them or none, committed when
+        this returns. What :meth:`AuditRepository.append` says of ``at``, ``seq``, locks and
+        ids holds here too."""
         ...
 
 

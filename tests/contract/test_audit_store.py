@@ -15,7 +15,7 @@ from craig.domain.audit_verify import verify_chain
 from craig.domain.constants import AUDIT_RETENTION
 from craig.ports.audit import AuditChainStore
 from craig.ports.errors import ConstraintViolation
-from tests.support.audit import chain_store, entry, lower_floor, record
+from tests.support.audit import audit_log, chain_store, entry, lower_floor, record
 from tests.support.backends import Backend
 
 pytestmark = pytest.mark.contract
@@ -45,6 +45,19 @@ async def test_entries_exist_when_their_transaction_commits_stamped_by_the_datab
     (kept,) = await record(backend.uow(), entry(case_id=uuid.uuid4()))
     (shown,) = await listed(backend)
     assert shown == kept and shown.at is not None and shown.seq is None
+
+
+async def test_the_log_writes_entries_on_their_own_all_or_none(backend: Backend) -> None:
+    one, two, three = entry("replay"), entry("replay"), entry("replay")
+    await audit_log(backend).append([one])
+    await audit_log(backend).append([two, three])
+    shown = await listed(backend)
+    assert {e.id for e in shown} == {one.id, two.id, three.id} and all(e.at is not None for e in shown)
+    with pytest.raises(ConstraintViolation):  # the second id exists: neither is written
+        await audit_log(backend).append([entry("replay"), attrs.evolve(one, at=None)])
+    assert len(await listed(backend)) == 3
+    await audit_log(backend, record=False).append([entry("replay")])  # the switch off: dropped
+    assert len(await listed(backend)) == 3
 
 
 async def test_an_id_is_recorded_once(backend: Backend) -> None:

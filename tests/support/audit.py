@@ -9,14 +9,18 @@ from typing import Any
 
 import asyncpg
 
+from craig.adapters.audit_log import UnitOfWorkAuditLog
 from craig.adapters.memory.audit import RETENTION
 from craig.adapters.memory.audit_chain import FloorRow, MemoryAuditChainStore
+from craig.adapters.memory.uow import MemoryUnitOfWork
+from craig.adapters.postgres.audit import PostgresAuditLog
 from craig.adapters.postgres.audit_chain import PostgresAuditChainStore
 from craig.adapters.postgres.database import libpq_dsn
 from craig.domain.audit import AuditEntry
-from craig.ports.audit import AuditChainStore
+from craig.ports.audit import AuditChainStore, AuditLog
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.backends import Backend
+from tests.support.ciphers import TEST_CIPHER
 
 
 def entry(action: str = "read", resource_type: str = "case", **fields: Any) -> AuditEntry:
@@ -29,6 +33,14 @@ async def record(uow: UnitOfWork, *entries: AuditEntry) -> list[AuditEntry]:
         stored = await uow.audit.append(entries)
         await uow.commit()
     return stored
+
+
+def audit_log(backend: Backend, *, record: bool = True) -> AuditLog:
+    """The backend's log of entries on their own (``record=False``: the audit switch off)."""
+    if backend.memory is not None:
+        return UnitOfWorkAuditLog(lambda: MemoryUnitOfWork(backend.memory, TEST_CIPHER, record_audit=record))  # type: ignore[arg-type]
+    assert backend.postgres is not None
+    return PostgresAuditLog(backend.postgres, record=record)
 
 
 def chain_store(backend: Backend) -> AuditChainStore:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import os
@@ -31,6 +32,7 @@ import re
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from craig.domain.constants import ASSOCIATED_DATA_HEADS_CACHED
 from craig.ports.cipher import FieldCipher, FieldContext
 from craig.ports.errors import UndecryptableData
 from craig.ports.key_rotation import Rekeyer
@@ -61,8 +63,18 @@ def associated_data(version: str, key_id: str, context: FieldContext) -> bytes:
     part, so no two (key id, table, column, row id) encode alike whatever characters they hold."""
     if version == LEGACY_VERSION:
         return f"craig:{LEGACY_VERSION}:{key_id}".encode()
-    parts = ("craig", version, key_id, context.table, context.column, context.row_id)
-    return b"".join(len(raw).to_bytes(4, "big") + raw for raw in (part.encode("utf-8") for part in parts))
+    return _column_part(version, key_id, context.table, context.column) + _prefixed(context.row_id)
+
+
+def _prefixed(part: str) -> bytes:
+    raw = part.encode("utf-8")
+    return len(raw).to_bytes(4, "big") + raw
+
+
+@functools.lru_cache(maxsize=ASSOCIATED_DATA_HEADS_CACHED)
+def _column_part(version: str, key_id: str, table: str, column: str) -> bytes:
+    """The part that every row of one column shares, made once."""
+    return b"".join(_prefixed(part) for part in ("craig", version, key_id, table, column))
 
 
 def derived_key_id(key: bytes) -> str:

@@ -44,7 +44,7 @@ class MemoryAuditRepository(AuditRepository):
         _, xid, at = self._stamp
         stored = []
         for entry in entries:
-            row = EntryRow(attrs.evolve(entry, at=at, seq=None), xid)
+            row = EntryRow(entry.written_at(at), xid)
             if not tx.insert(ENTRIES, entry.id, row):
                 raise ConstraintViolation("audit_entries_pkey", f"audit entry {entry.id} exists")
             stored.append(row.entry)

@@ -12,11 +12,12 @@ from uuid import UUID
 
 from sqlalchemy import text
 
+from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.audit import READ_ACTIONS, AuditEntry
 from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage
-from craig.ports.audit import AuditRepository
+from craig.ports.audit import AuditLog, AuditRepository
 
 ENTRY_COLUMNS = """e.id, e.at, e.actor, e.actor_role, e.actor_name, e.action, e.resource_type, e.resource_id,
     e.resource_ids, e.case_id, e.outcome, e.request_id, e.client_ip, e.changed_fields"""
@@ -102,6 +103,27 @@ def _query(where: AuditFilter, cursor: AuditCursor | None) -> tuple[str, dict[st
     return sql, params
 
 
+class PostgresAuditLog(AuditLog):
+    """Entries on their own: one entry is ONE statement, committed by itself (no BEGIN and
+    COMMIT round trips); several share a transaction. ``record=False``
+    (``CRAIG_AUDIT__ENABLED=false``, benchmarks only) drops them, as the unit of work does."""
+
+    def __init__(self, database: PostgresDatabase, record: bool = True) -> None:
+        self.database = database
+        self.record = record
+
+    async def append(self, entries: Sequence[AuditEntry]) -> None:
+        if not self.record or not entries:
+            return
+        if len(entries) == 1:
+            async with self.database.connect() as conn:
+                await conn.execute(_INSERT, _values(entries[0]))
+            return
+        async with self.database.transaction() as conn:
+            for entry in entries:
+                await conn.execute(_INSERT, _values(entry))
+
+
 class PostgresAuditRepository(AuditRepository):
     def __init__(self, session: PostgresSession) -> None:
         self.session = session
@@ -110,9 +132,8 @@ class PostgresAuditRepository(AuditRepository):
         stored = []
         async with db_errors():
             for entry in entries:
-                values = _values(entry)
-                at = (await self.session.execute(_INSERT, values)).scalar_one()
-                stored.append(entry_from_row({**values, "at": at}, None))
+                at = (await self.session.execute(_INSERT, _values(entry))).scalar_one()
+                stored.append(entry.written_at(at))
         return stored
 
     async def list(self, where: AuditFilter, limit: int, cursor: AuditCursor | None = None) -> AuditPage:

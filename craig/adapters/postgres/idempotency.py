@@ -38,38 +38,49 @@ CHANNEL = "craig_idempotency"
 _COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim_token, slot_id, started_at,
               claim_expires_at, finished_at, status_code, headers, body, body_too_large, error_detail"""
 
-_INSERT = text(
+# One statement, one round trip, its own transaction: the INSERT of a new slot, else the
+# reclaim of a 'failed' slot or of a 'processing' one whose claim expired (its owner died: a live
+# owner keeps extending it; either way the fencing token moves on and slot_id stays), else the
+# slot as it is. ``outcome`` says which. All three parts read one snapshot, taken when the
+# statement starts, and the last one cannot see what the first two wrote: hence NOT EXISTS. A
+# slot that another transaction inserts and commits while this one waits for its key is in no
+# part of the answer (no row at all): the caller asks again. This statement owns the reclaim
+# rule; craig.domain.idempotency.decide_claim mirrors it for the memory adapter, and
+# tests/contract/test_idempotency_reclaim.py holds both to the same cases.
+_CLAIM = text(
     f"""
-    INSERT INTO idempotency_responses
-        (cache_key, method, path, user_sub, body_fingerprint, status, slot_id, started_at, claim_expires_at)
-    VALUES (:cache_key, :method, :path, :user_sub, :fingerprint, 'processing', :slot_id, now(),
-            now() + make_interval(secs => :ttl))
-    ON CONFLICT (cache_key) DO NOTHING
-    RETURNING {_COLUMNS}
-    """
-)
-# A 'failed' row is re-claimed, and so is a 'processing' row whose claim expired (its owner died:
-# a live owner keeps extending it). Either way the fencing token moves on and slot_id stays.
-# This statement owns the reclaim rule; craig.domain.idempotency.decide_claim mirrors it for the
-# memory adapter. tests/contract/test_idempotency_reclaim.py holds both to the same cases.
-_RECLAIM = text(
-    f"""
-    UPDATE idempotency_responses
-       SET status            = 'processing',
-           started_at        = now(),
-           claim_expires_at  = now() + make_interval(secs => :ttl),
-           finished_at       = NULL,
-           status_code       = NULL,
-           headers           = NULL,
-           body              = NULL,
-           body_too_large    = false,
-           error_detail      = NULL,
-           body_fingerprint  = :fingerprint,
-           claim_token       = claim_token + 1
-     WHERE cache_key = :cache_key
-       AND body_fingerprint = :fingerprint
-       AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now()))
-    RETURNING {_COLUMNS}
+    WITH inserted AS (
+        INSERT INTO idempotency_responses
+            (cache_key, method, path, user_sub, body_fingerprint, status, slot_id, started_at, claim_expires_at)
+        VALUES (:cache_key, :method, :path, :user_sub, :fingerprint, 'processing', :slot_id, now(),
+                now() + make_interval(secs => :ttl))
+        ON CONFLICT (cache_key) DO NOTHING
+        RETURNING {_COLUMNS}
+    ), reclaimed AS (
+        UPDATE idempotency_responses
+           SET status            = 'processing',
+               started_at        = now(),
+               claim_expires_at  = now() + make_interval(secs => :ttl),
+               finished_at       = NULL,
+               status_code       = NULL,
+               headers           = NULL,
+               body              = NULL,
+               body_too_large    = false,
+               error_detail      = NULL,
+               body_fingerprint  = :fingerprint,
+               claim_token       = claim_token + 1
+         WHERE cache_key = :cache_key
+           AND body_fingerprint = :fingerprint
+           AND (status = 'failed' OR (status = 'processing' AND claim_expires_at <= now()))
+           AND NOT EXISTS (SELECT 1 FROM inserted)
+        RETURNING {_COLUMNS}
+    )
+    SELECT {_COLUMNS}, now() AS db_now, true AS claimed FROM inserted
+    UNION ALL
+    SELECT {_COLUMNS}, now(), true FROM reclaimed
+    UNION ALL
+    SELECT {_COLUMNS}, now(), false FROM idempotency_responses
+     WHERE cache_key = :cache_key AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM reclaimed)
     """
 )
 _EXTEND = text(
@@ -81,24 +92,32 @@ _EXTEND = text(
     """
 )
 _SELECT = text(f"SELECT {_COLUMNS}, now() AS db_now FROM idempotency_responses WHERE cache_key = :cache_key")
+_NOW = text("SELECT now()")
+# A finalize wakes the waiters of its key (LISTEN craig_idempotency) in the same statement: the
+# notification is delivered when, and only if, the transaction commits.
 _FINALIZE_SUCCEEDED = text(
     """
-    UPDATE idempotency_responses
-       SET status = 'succeeded', finished_at = now(), status_code = :status_code,
-           headers = :headers, body = :body, body_too_large = :body_too_large
-     WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
-    RETURNING cache_key
+    WITH done AS (
+        UPDATE idempotency_responses
+           SET status = 'succeeded', finished_at = now(), status_code = :status_code,
+               headers = :headers, body = :body, body_too_large = :body_too_large
+         WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
+        RETURNING cache_key
+    )
+    SELECT pg_notify('craig_idempotency', cache_key) FROM done
     """
 ).bindparams(bindparam("headers", type_=JSONB), bindparam("body", type_=BYTEA))
 _FINALIZE_FAILED = text(
     """
-    UPDATE idempotency_responses
-       SET status = 'failed', finished_at = now(), error_detail = :detail
-     WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
-    RETURNING cache_key
+    WITH done AS (
+        UPDATE idempotency_responses
+           SET status = 'failed', finished_at = now(), error_detail = :detail
+         WHERE cache_key = :cache_key AND claim_token = :token AND status = 'processing'
+        RETURNING cache_key
+    )
+    SELECT pg_notify('craig_idempotency', cache_key) FROM done
     """
 )
-_NOTIFY = text("SELECT pg_notify('craig_idempotency', :cache_key)")
 _PURGE = text(
     """
     DELETE FROM idempotency_responses
@@ -170,41 +189,30 @@ class PostgresIdempotencyStore(IdempotencyStore):
             "ttl": ttl.total_seconds(),
         }
         while True:
-            async with self.database.transaction() as conn:
-                row = (await conn.execute(_INSERT, params)).mappings().first()
-                if row is None:
-                    row = (await conn.execute(_RECLAIM, params)).mappings().first()
-                if row is not None:
-                    return Claimed(_slot(row, self.cipher))
-                existing = (await conn.execute(_SELECT, params)).mappings().first()
-                if existing is not None:
-                    return Existing(_slot(existing, self.cipher), existing["db_now"])
-            # The row was purged between the INSERT and the SELECT: try again.
+            async with self.database.connect() as conn:
+                row = (await conn.execute(_CLAIM, params)).first()
+            if row is not None:
+                slot = _slot(row, self.cipher)
+                return Claimed(slot) if row["claimed"] else Existing(slot, row["db_now"])
+            # Inserted by another transaction that committed after this statement's snapshot
+            # was taken (or purged meanwhile): ask again, in a new snapshot.
 
     async def extend_claim(self, cache_key: str, token: int, ttl: timedelta) -> bool:
-        async with self.database.transaction() as conn:
+        async with self.database.connect() as conn:
             params = {"cache_key": cache_key, "token": token, "ttl": ttl.total_seconds()}
             return (await conn.execute(_EXTEND, params)).first() is not None
 
     async def get(self, cache_key: str) -> tuple[Slot | None, datetime]:
-        async with self.database.transaction() as conn:
-            row = (await conn.execute(_SELECT, {"cache_key": cache_key})).mappings().first()
+        async with self.database.connect() as conn:
+            row = (await conn.execute(_SELECT, {"cache_key": cache_key})).first()
             if row is None:
-                now = (await conn.execute(text("SELECT now()"))).scalar_one()
-                return None, now
+                return None, (await conn.execute(_NOW)).scalar_one()
             return _slot(row, self.cipher), row["db_now"]
 
     async def finalize_failed(self, cache_key: str, token: int, detail: str) -> bool:
-        async with self.database.transaction() as conn:
-            done = (
-                await conn.execute(
-                    _FINALIZE_FAILED,
-                    {"cache_key": cache_key, "token": token, "detail": detail[:IDEMPOTENCY_ERROR_DETAIL_MAX_CHARS]},
-                )
-            ).first()
-            if done is not None:
-                await conn.execute(_NOTIFY, {"cache_key": cache_key})
-            return done is not None
+        params = {"cache_key": cache_key, "token": token, "detail": detail[:IDEMPOTENCY_ERROR_DETAIL_MAX_CHARS]}
+        async with self.database.connect() as conn:
+            return (await conn.execute(_FINALIZE_FAILED, params)).first() is not None
 
     async def wait_for_change(self, cache_key: str, timeout: timedelta) -> None:
         if self.listener is None or not self.listener.connected:
@@ -257,4 +265,3 @@ class PostgresIdempotencySlots(IdempotencySlots):
             ).first()
             if done is None:
                 raise ClaimLost("the idempotency claim was recovered by another request before finalize")
-            await conn.execute(_NOTIFY, {"cache_key": cache_key})

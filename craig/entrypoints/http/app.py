@@ -83,6 +83,7 @@ def create_app(
     idempotency = IdempotencyMiddleware(
         requests=lambda: container.idempotent_requests(),
         uow_factory=lambda: container.uow(),
+        audit_log=lambda: container.audit_log(),
         max_body_bytes=settings.http.max_body_bytes,
     )
     # Per-client limits run before the idempotency layer: a refused request claims no slot.

@@ -28,9 +28,10 @@ from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.origin import request_origin
 from craig.entrypoints.http.problems import PROBLEM_JSON, problem_bytes
 from craig.entrypoints.http.request_transaction import RequestTransaction
+from craig.ports.audit import AuditLog
 from craig.ports.errors import TransientConflict, Unavailable
 from craig.ports.idempotency import Claimed
-from craig.usecases.audit.record import AuditWork, record_alone, replay_entry
+from craig.usecases.audit.record import AuditWork, replay_entry
 from craig.usecases.idempotency import Busy, IdempotentRequests, IdempotentRequestsWork
 
 log = structlog.get_logger(__name__)
@@ -43,7 +44,7 @@ METHODS = frozenset({"POST", "PATCH", "DELETE"})
 
 
 class RequestWork(IdempotentRequestsWork, AuditWork, Protocol):
-    """The request's unit of work: it stores the response, and records a replay."""
+    """The request's unit of work: it stores the response."""
 
 
 class IdempotencyMiddleware(ASGIMiddleware):
@@ -53,10 +54,12 @@ class IdempotencyMiddleware(ASGIMiddleware):
         self,
         requests: Callable[[], IdempotentRequests],
         uow_factory: Callable[[], RequestWork],
+        audit_log: Callable[[], AuditLog],
         max_body_bytes: int,
     ) -> None:
         self.requests = requests
         self.uow_factory = uow_factory
+        self.audit_log = audit_log
         self.max_body_bytes = max_body_bytes
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
@@ -106,7 +109,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
             principal = user if isinstance(user, Principal) else None
             entry = replay_entry(principal, method, scope["path"], _case_of(scope["path"]))
             try:
-                await record_alone(self.uow_factory(), entry)
+                await self.audit_log().append([entry])
             except (Unavailable, TransientConflict):
                 await _answer(
                     scope,

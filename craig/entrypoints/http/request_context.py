@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
 import time
-import uuid
 from contextvars import ContextVar
 from typing import Any
 
@@ -76,7 +76,7 @@ def request_id_from(header: str | None) -> str:
     """The caller's id when it is sane, else a new one (never an unbounded or odd string)."""
     if header is not None and _SANE.fullmatch(header):
         return header
-    return uuid.uuid4().hex
+    return secrets.token_hex(16)
 
 
 class RequestContext:

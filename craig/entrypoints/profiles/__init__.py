@@ -2,7 +2,7 @@
 
 :class:`MemoryAdapters`, :class:`EmbeddedAdapters` and :class:`ProductionAdapters` provide the
 same names: ``uow``, ``idempotency_store``, ``outbox_relay_store``, ``inbox_store``,
-``rate_limiter``, ``encrypted_column_store``, ``audit_chain_store``, ``send_job_queue``, ``event_bus``,
+``rate_limiter``, ``encrypted_column_store``, ``audit_chain_store``, ``audit_log``, ``send_job_queue``, ``event_bus``,
 ``dead_letters``, ``unrouted_events``, ``object_store``, ``database_url``, the resources that
 start and stop what the profile needs (``database_running``, ``listener_running``,
 ``object_store_running``, ``broker_running``; see :mod:`.lifecycle`) and ``health_checks``.

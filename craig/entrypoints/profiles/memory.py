@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dependency_injector import containers, providers
 
+from craig.adapters.audit_log import UnitOfWorkAuditLog
 from craig.adapters.memory.audit_chain import MemoryAuditChainStore
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.memory.exchange import memory_job_wake
@@ -45,6 +46,7 @@ class MemoryAdapters(containers.DeclarativeContainer):
     rate_limiter = providers.Singleton(MemoryRateLimiter, db=memory_database)
     encrypted_column_store = providers.Singleton(MemoryEncryptedColumnStore, db=memory_database)
     audit_chain_store = providers.Singleton(MemoryAuditChainStore, db=memory_database)
+    audit_log = providers.Singleton(UnitOfWorkAuditLog, uow_factory=uow.provider)
     send_job_queue = providers.Factory(
         UnitOfWorkSendJobQueue, uow_factory=uow.provider, wake=providers.Factory(memory_job_wake, memory_database)
     )

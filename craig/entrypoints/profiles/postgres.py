@@ -12,6 +12,7 @@ from operator import attrgetter
 
 from dependency_injector import containers, providers
 
+from craig.adapters.postgres.audit import PostgresAuditLog
 from craig.adapters.postgres.audit_chain import PostgresAuditChainStore
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.idempotency import PostgresIdempotencyStore
@@ -59,6 +60,7 @@ class PostgresStorage(containers.DeclarativeContainer):
     rate_limiter = providers.Singleton(PostgresRateLimiter, database=database)
     encrypted_column_store = providers.Singleton(PostgresEncryptedColumnStore, database=database)
     audit_chain_store = providers.Singleton(PostgresAuditChainStore, database=database)
+    audit_log = providers.Singleton(PostgresAuditLog, database=database, record=audit_recorded)
     # One per worker: each keeps a connection of its own.
     send_job_queue = providers.Factory(
         PostgresSendJobQueue,

@@ -54,6 +54,7 @@ class ProductionAdapters(containers.DeclarativeContainer):
     rate_limiter = storage.rate_limiter
     encrypted_column_store = storage.encrypted_column_store
     audit_chain_store = storage.audit_chain_store
+    audit_log = storage.audit_log
     send_job_queue = storage.send_job_queue
     listener = storage.listener
     database_running = storage.database_running

@@ -142,28 +142,11 @@ class IdempotentRequests:
         awaited, a beat in flight is let finish) however the block ends. A failed extension is
         logged and retried at the next beat; a lost claim stops the beating (the finalize then
         reports ``ClaimLost``)."""
-        stop = asyncio.Event()
-        beating = asyncio.create_task(self._heartbeat(slot, stop))
+        heartbeat = _Heartbeat(self.store, slot, self.policy.claim_ttl)
         try:
             yield
         finally:
-            stop.set()
-            await beating
-
-    async def _heartbeat(self, slot: Slot, stop: asyncio.Event) -> None:
-        interval = (self.policy.claim_ttl / IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL).total_seconds()
-        while True:
-            try:
-                await asyncio.wait_for(stop.wait(), interval)
-                return
-            except TimeoutError:
-                pass
-            try:
-                if not await self.store.extend_claim(slot.cache_key, slot.claim_token, self.policy.claim_ttl):
-                    log.warning("idempotency claim lost while its handler ran", cache_key=slot.cache_key)
-                    return
-            except Exception as error:  # the beat must never break the request it keeps alive
-                log.warning("idempotency claim could not be extended", cache_key=slot.cache_key, error=str(error))
+            await heartbeat.stop()
 
     async def complete(
         self,
@@ -196,3 +179,41 @@ class IdempotentRequests:
             await self.store.finalize_failed(slot.cache_key, slot.claim_token, detail)
         except PortError:
             pass  # the claim TTL recovers the slot
+
+
+class _Heartbeat:
+    """The beats of one claim: a timer, and a task only while a beat runs. Nearly every
+    handler finishes long before its first beat is due, so it costs one timer, not a task."""
+
+    def __init__(self, store: IdempotencyStore, slot: Slot, claim_ttl: timedelta) -> None:
+        self.store = store
+        self.slot = slot
+        self.claim_ttl = claim_ttl
+        self.interval = (claim_ttl / IDEMPOTENCY_HEARTBEATS_PER_CLAIM_TTL).total_seconds()
+        self.loop = asyncio.get_running_loop()
+        self.beating: asyncio.Task[None] | None = None
+        self.stopped = False
+        self.timer: asyncio.TimerHandle | None = self.loop.call_later(self.interval, self._due)
+
+    def _due(self) -> None:
+        self.timer = None
+        if not self.stopped:
+            self.beating = self.loop.create_task(self._beat())
+
+    async def _beat(self) -> None:
+        slot = self.slot
+        try:
+            if not await self.store.extend_claim(slot.cache_key, slot.claim_token, self.claim_ttl):
+                log.warning("idempotency claim lost while its handler ran", cache_key=slot.cache_key)
+                return
+        except Exception as error:  # the beat must never break the request it keeps alive
+            log.warning("idempotency claim could not be extended", cache_key=slot.cache_key, error=str(error))
+        if not self.stopped:
+            self.timer = self.loop.call_later(self.interval, self._due)
+
+    async def stop(self) -> None:
+        self.stopped = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.beating is not None:
+            await self.beating
