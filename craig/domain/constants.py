@@ -147,12 +147,18 @@ WORKER_METRICS_PORT: Final = 9464
 HTTP_MAX_BODY_BYTES: Final = 1024 * 1024
 #: Distinct ``trusted_proxies`` settings whose parsed networks are kept (one per process in practice).
 TRUSTED_PROXY_SETTINGS_CACHED: Final = 32
+#: Route handlers whose declared query parameters are kept (an app has about a hundred).
+ROUTE_HANDLERS_CACHED: Final = 1024
 
 #: Client addresses whose normal form the audit trail keeps (each a few dozen bytes).
 AUDIT_ADDRESSES_CACHED: Final = 4096
 #: The associated-data heads (version, key id, table, column) the field cipher keeps built:
 #: far more than the encrypted columns times the keys of a ring.
 ASSOCIATED_DATA_HEADS_CACHED: Final = 1024
+
+#: Container allocations between two collections of the youngest generation in a serving
+#: process (CPython's default: 700); see craig.entrypoints.collector.
+SERVING_GC_YOUNG_THRESHOLD: Final = 20_000
 
 # --- Database -------------------------------------------------------------------------------
 #: A process's connection pool (``CRAIG_DATABASE__POOL_SIZE`` / ``__MAX_OVERFLOW``). Most of it

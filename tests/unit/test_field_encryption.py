@@ -13,7 +13,14 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given
 from hypothesis import strategies as st
 
-from craig.adapters.crypto.aesgcm import NONCE_BYTES, FieldEncryptor, KeyLoadError, derived_key_id, parse_key_ring
+from craig.adapters.crypto.aesgcm import (
+    NONCE_BYTES,
+    FieldEncryptor,
+    KeyLoadError,
+    _strict_b64url,
+    derived_key_id,
+    parse_key_ring,
+)
 from craig.adapters.crypto.policy import (
     EncryptionInvariantViolated,
     EncryptionUnavailable,
@@ -284,3 +291,34 @@ def test_plaintext_is_read_in_required_mode_only_where_the_column_held_plaintext
     with pytest.raises(EncryptionInvariantViolated):
         ModeCipher(None, "required").encrypt_bytes(b"x", title)
     assert ModeCipher(None, "optional").encrypt_bytes(b"x", title) == b"x"
+
+
+_B64URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def _canonical_spelling_of_something(text: str) -> bool:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return False
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=") == text
+
+
+@given(st.text(alphabet=_B64URL_ALPHABET + "=+/ \n", min_size=1, max_size=24))
+def test_a_stored_value_decodes_only_from_its_one_canonical_spelling(text: str) -> None:
+    """Any other spelling of the same bytes (padding bits, padding, another alphabet) is
+    refused, so no change to a stored value goes unnoticed."""
+    canonical = all(ch in _B64URL_ALPHABET for ch in text) and _canonical_spelling_of_something(text)
+    try:
+        raw = _strict_b64url(text)
+    except ValueError:
+        assert not canonical
+    else:
+        assert canonical and base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=") == text
+
+
+@given(st.binary(max_size=64))
+def test_every_canonical_spelling_decodes_to_its_bytes(raw: bytes) -> None:
+    text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    if text:
+        assert _strict_b64url(text) == raw

@@ -20,6 +20,7 @@ import structlog
 from craig.domain.constants import SERVE_MAX_WORKERS
 from craig.entrypoints.bootstrap import bootstrap, prepare_settings
 from craig.entrypoints.cli.common import ExitCode, Refused, exit_codes
+from craig.entrypoints.collector import tuned_for_serving
 from craig.entrypoints.container import Container, build_container, one_process_only
 from craig.entrypoints.runtime import running
 
@@ -102,6 +103,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
         lifespans.append(lambda _app: workers_running(container, wait_for_broker=True))
     else:  # per-instance caches still need their broadcast events (rule-set invalidation)
         lifespans.append(lambda _app: consumers_running_when_reachable(container, broadcast_only=True))
+    lifespans.append(tuned_for_serving)  # last: once everything the process keeps exists
     # The dependencies start here, not in the app's lifespan, so that one that cannot be
     # reached is refused in one line (exit 2) rather than as uvicorn's lifespan traceback.
     app = create_app(container, lifespans=lifespans, manage_runtime=False)
@@ -219,6 +221,7 @@ def child_app() -> Litestar:
     lifespans: list[Any] = [
         lambda _app: running(container, schema="check", tolerate=("object_store", "broker")),
         lambda _app: consumers_running_when_reachable(container, broadcast_only=True),
+        tuned_for_serving,
     ]
     return create_app(container, lifespans=lifespans, manage_runtime=False)
 

@@ -10,12 +10,14 @@ OpenAPI document, Swagger UI) are left alone.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from litestar import Request
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import BodyKwarg, CookieParameter, HeaderParameter, ParameterKwarg, PathParameter
 
+from craig.domain.constants import ROUTE_HANDLERS_CACHED
 from craig.entrypoints.http.problems import ProblemException
 
 #: Handler parameters Litestar fills from the connection itself, never from the query.
@@ -23,6 +25,7 @@ _RESERVED = frozenset({"request", "socket", "scope", "state", "headers", "cookie
 _NOT_QUERY = (PathParameter, HeaderParameter, CookieParameter)
 
 
+@functools.lru_cache(maxsize=ROUTE_HANDLERS_CACHED)  # one entry per route handler
 def query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     """The query parameters ``handler`` declares."""
     dependencies = set(handler.resolve_dependencies())
