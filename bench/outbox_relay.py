@@ -9,7 +9,8 @@
   database: how the relay published before it had ``publish_many`` (for reference);
 * relay: ``OutboxRelay.drain_once`` draining a pre-staged backlog from PostgreSQL (claim with
   SKIP LOCKED, ``publish_many`` with confirms, one UPDATE per batch, commit), with the default
-  batch size and window.
+  batch size and window, in as many lanes at once as a worker process runs
+  (``OUTBOX_RELAYS_PER_PROCESS``; ``--relays`` changes it).
 
 Rounds alternate (ceilings, FastStream, relay, then again) so drift on a shared machine hits
 all; the ratios of the medians are what to read. Target: relay >= 0.8 x ceiling.
@@ -33,7 +34,7 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.outbox import PostgresOutboxRelayStore
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.rabbit.bus import RabbitEventBus
-from craig.domain.constants import OUTBOX_BATCH_SIZE, OUTBOX_PUBLISH_CONCURRENCY
+from craig.domain.constants import OUTBOX_BATCH_SIZE, OUTBOX_PUBLISH_CONCURRENCY, OUTBOX_RELAYS_PER_PROCESS
 from craig.domain.events import EventEnvelope
 from craig.usecases.events import OutboxRelay
 
@@ -112,29 +113,37 @@ async def _faststream(broker: RabbitBroker, exchange: RabbitExchange, events: li
     return len(events) / (time.perf_counter() - started)
 
 
-async def _relay(database: PostgresDatabase, bus: RabbitEventBus, events: list[EventEnvelope]) -> float:
+async def _relay(database: PostgresDatabase, bus: RabbitEventBus, events: list[EventEnvelope], lanes: int) -> float:
     await _stage(database, events)
     relay = OutboxRelay(PostgresOutboxRelayStore(database), bus, batch_size=BATCH)
     started = time.perf_counter()
     published = 0
-    while published < len(events):
-        report = await relay.drain_once()
-        if not report.claimed:
-            break
-        published += report.published
+
+    async def lane() -> None:  # as the worker's relay loop runs each of its lanes
+        nonlocal published
+        while published < len(events):
+            report = await relay.drain_once()
+            if not report.claimed:
+                return
+            published += report.published
+
+    await asyncio.gather(*(lane() for _ in range(lanes)))
     elapsed = time.perf_counter() - started
     assert published == len(events), f"relay published {published} of {len(events)}"
     return published / elapsed
 
 
-def main(events: int, rounds: int) -> None:
+def main(events: int, rounds: int, relays: int) -> None:
     if not rabbit_available():
         raise SystemExit("RabbitMQ is not answering on 127.0.0.1:5672 (run scripts/ensure-rabbitmq.sh)")
     with postgres_database() as url:
-        figures = asyncio.run(measure(url, events, rounds))
+        figures = asyncio.run(measure(url, events, rounds, relays))
     median = {name: statistics.median(values) for name, values in figures.items()}
     relay = median["relay"]
-    print(f"\n{events:,} events x {rounds} rounds; relay batch {BATCH}, window {OUTBOX_PUBLISH_CONCURRENCY} (medians)")
+    print(
+        f"\n{events:,} events x {rounds} rounds; relay batch {BATCH}, window {OUTBOX_PUBLISH_CONCURRENCY}, "
+        f"{relays} relay(s) at once (medians)"
+    )
     for window in WINDOWS:
         name = f"aio-pika window {window}"
         print(f"ceiling: {name:<22} (confirms, no database): {median[name]:>8,.0f} msg/s")
@@ -148,7 +157,7 @@ def main(events: int, rounds: int) -> None:
     print(f"relay / FastStream per-message = {relay / median['faststream']:.2f}")
 
 
-async def measure(url: str, events: int, rounds: int) -> dict[str, list[float]]:
+async def measure(url: str, events: int, rounds: int, relays: int) -> dict[str, list[float]]:
     tag = uuid.uuid4().hex[:8]
     exchange_name = f"craig.bench.{tag}"
     database = PostgresDatabase(url, pool_size=5)
@@ -178,7 +187,7 @@ async def measure(url: str, events: int, rounds: int) -> dict[str, list[float]]:
                 await queue.purge()
             figures["faststream"].append(await _faststream(bus.broker, exchange, _events(events)))
             await queue.purge()
-            figures["relay"].append(await _relay(database, bus, _events(events)))
+            figures["relay"].append(await _relay(database, bus, _events(events), relays))
             await queue.purge()
             print(
                 f"round {round_ + 1}: " + ", ".join(f"{name} {values[-1]:,.0f}/s" for name, values in figures.items())
@@ -201,5 +210,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--relays", type=int, default=OUTBOX_RELAYS_PER_PROCESS, help="relay lanes at once")
     args = parser.parse_args()
-    main(args.events, args.rounds)
+    main(args.events, args.rounds, args.relays)

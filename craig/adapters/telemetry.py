@@ -57,6 +57,11 @@ _origin: ContextVar[str | None] = ContextVar("craig_origin_request_id", default=
 _recording = False
 
 
+def recording() -> bool:
+    """Whether spans are recorded (a tracer provider is installed)."""
+    return _recording
+
+
 def record_spans() -> None:
     """Spans are recorded from now on: a tracer provider is installed (it cannot be removed)."""
     global _recording

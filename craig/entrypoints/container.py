@@ -147,6 +147,7 @@ class Container(containers.DeclarativeContainer):
 
     # --- events: the relay's schedule, the inbox's redeliveries, dead letters --------------------
     outbox_poll_interval = policies.outbox_poll_interval
+    outbox_relays = policies.outbox_relays
     inbox_retry_policy = policies.inbox_retry
     dead_letter_operations = providers.Factory(
         DeadLetterOperations, dead_letters=dead_letters, uow_factory=uow.provider

@@ -62,6 +62,7 @@ class Policies(containers.DeclarativeContainer):
 
     # --- events: the relay and the inbox's redeliveries --------------------------------------------
     outbox_batch_size = settings.provided.outbox.batch_size
+    outbox_relays = settings.provided.outbox.relays
     outbox_poll_interval = providers.Callable(seconds, settings.provided.outbox.poll_interval_seconds)
     inbox_retry = providers.Singleton(
         RetryPolicy,

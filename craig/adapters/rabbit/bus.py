@@ -51,7 +51,7 @@ from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
-from craig.adapters.telemetry import TRACEPARENT, SpanKind, originating, sane_request_id, span
+from craig.adapters.telemetry import TRACEPARENT, SpanKind, originating, recording, sane_request_id, span
 from craig.domain.constants import (
     BUS_SETTLE_BACKOFF_BASE,
     BUS_SETTLE_BACKOFF_CAP,
@@ -303,6 +303,8 @@ class RabbitEventBus(EventBus):
         gate = asyncio.Semaphore(max(1, window))
 
         async def one(envelope: EventEnvelope) -> Exception | None:
+            if not recording():  # no span to make: the stored trace context goes in the headers
+                return await confirmed(envelope, _event_headers(envelope, {}))
             with span(
                 f"publish {envelope.type}",
                 kind=SpanKind.PRODUCER,
@@ -315,21 +317,20 @@ class RabbitEventBus(EventBus):
             body = json.dumps(envelope.to_message()).encode()
             async with gate:
                 try:
-                    try:
-                        await events.publish(
-                            _message(body, envelope, headers), routing_key=envelope.type, timeout=self.publish_timeout
-                        )
-                    except aiormq.exceptions.PublishError:  # returned: no alternate exchange took it
-                        unrouted = {
-                            **headers,
-                            "x-unrouted-exchange": self.events.name,
-                            "x-unrouted-routing-key": envelope.type,
-                        }
-                        await channel.default_exchange.publish(
-                            _message(body, envelope, unrouted),
-                            routing_key=self.unrouted_queue,
-                            timeout=self.publish_timeout,
-                        )
+                    # The deadline is a timer, not aio-pika's timeout=, which runs every publish
+                    # in a task of its own.
+                    async with asyncio.timeout(self.publish_timeout):
+                        try:
+                            await events.publish(_message(body, envelope, headers), routing_key=envelope.type)
+                        except aiormq.exceptions.PublishError:  # returned: no alternate exchange took it
+                            unrouted = {
+                                **headers,
+                                "x-unrouted-exchange": self.events.name,
+                                "x-unrouted-routing-key": envelope.type,
+                            }
+                            await channel.default_exchange.publish(
+                                _message(body, envelope, unrouted), routing_key=self.unrouted_queue
+                            )
                 except aiormq.exceptions.PublishError as error:
                     return Unroutable(f"publish returned by RabbitMQ, no queue takes it: {error}")
                 except Exception as error:

@@ -141,6 +141,7 @@ def _positive_limits(s: Settings) -> str | None:
         ("CRAIG_HTTP__MAX_BODY_BYTES", s.http.max_body_bytes),
         ("CRAIG_ATTACHMENTS__MAX_BYTES", s.attachments.max_bytes),
         ("CRAIG_OUTBOX__BATCH_SIZE", s.outbox.batch_size),
+        ("CRAIG_OUTBOX__RELAYS", s.outbox.relays),
         ("CRAIG_DATABASE__POOL_SIZE", s.database.pool_size),
     ):
         if value <= 0:

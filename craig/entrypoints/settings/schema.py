@@ -38,6 +38,7 @@ from craig.domain.constants import (
     JWT_LEEWAY,
     OUTBOX_BATCH_SIZE,
     OUTBOX_POLL_INTERVAL,
+    OUTBOX_RELAYS_PER_PROCESS,
     OUTBOX_RETENTION,
     PARTNER_HTTP_CONNECT_TIMEOUT,
     PARTNER_HTTP_MAX_CONNECTIONS,
@@ -166,6 +167,7 @@ class IdempotencySettings:
 @attrs.define
 class OutboxSettings:
     batch_size: int = _help("Events a relay claims per batch.", OUTBOX_BATCH_SIZE)
+    relays: int = _help("Batches one process relays at once, each its own aggregates.", OUTBOX_RELAYS_PER_PROCESS)
     poll_interval_seconds: float = _help(
         "Relay poll interval when no NOTIFY arrives.", OUTBOX_POLL_INTERVAL.total_seconds()
     )

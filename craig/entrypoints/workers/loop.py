@@ -46,8 +46,19 @@ class Loop:
     run_once: Pass
     interval: timedelta
     idle: Idle = _sleep
+    #: Passes run at once, each in a lane of its own that idles and backs off by itself (the
+    #: outbox relay's several batches); the loop's name, metrics and health are shared.
+    lanes: int = 1
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self.lanes <= 1:
+            await self._lane(stop)
+            return
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self.lanes):
+                group.create_task(self._lane(stop))
+
+    async def _lane(self, stop: asyncio.Event) -> None:
         error_delay = WORKER_ERROR_BACKOFF_MIN
         while not stop.is_set():
             started = time.monotonic()

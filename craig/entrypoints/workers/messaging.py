@@ -136,4 +136,5 @@ def relay_loop(container: Container) -> Loop:
         run_once,
         container.outbox_poll_interval(),
         idle=store.wait_for_events,
+        lanes=container.outbox_relays(),
     )

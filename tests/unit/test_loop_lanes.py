@@ -1,0 +1,54 @@
+"""A loop with several lanes runs that many passes at once, each lane idling by itself."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from craig.entrypoints.workers.loop import Loop
+
+pytestmark = pytest.mark.unit
+
+
+async def test_two_lanes_run_two_passes_at_once_and_stop_together() -> None:
+    running, most = 0, 0
+    both_in = asyncio.Event()
+
+    async def one_pass() -> bool:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        if running == 2:
+            both_in.set()
+        await asyncio.wait_for(both_in.wait(), 5)  # a lane alone would wait here in vain
+        running -= 1
+        return False
+
+    stop = asyncio.Event()
+    loop = Loop("lanes-test", one_pass, timedelta(seconds=60), lanes=2)
+    task = asyncio.create_task(loop.run(stop))
+    await asyncio.wait_for(both_in.wait(), 5)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert most == 2
+
+
+async def test_one_lane_runs_one_pass_at_a_time() -> None:
+    running, most, passes = 0, 0, 0
+    stop = asyncio.Event()
+
+    async def one_pass() -> bool:
+        nonlocal running, most, passes
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        passes += 1
+        if passes == 5:
+            stop.set()
+        return True
+
+    await asyncio.wait_for(Loop("one-lane-test", one_pass, timedelta(seconds=60)).run(stop), 5)
+    assert most == 1 and passes == 5
