@@ -10,7 +10,7 @@ Each system gets its own fresh database on the same server, the same number of c
   the rate is jobs completed per second. Craig's producer, like pgqueuer's ``enqueue``, inserts
   each batch with one statement (the repository's INSERT, in autocommit). ``craig throughput
   uow`` is the same run with the producer Craig's own code uses, a unit of work (BEGIN, INSERT,
-  COMMIT through SQLAlchemy): there the producer, not the worker, sets the rate.
+  COMMIT): there the producer, not the worker, sets the rate.
 
 Craig's job is the real path with a no-op partner gateway: claim (``FOR UPDATE SKIP LOCKED`` +
 lease), a slot from the shared PostgreSQL rate limiter, the no-op dispatch, then the outcome
@@ -19,7 +19,8 @@ consumer, one asyncpg connection each. procrastinate (drain only, ``--procrastin
 jobs, as it is much slower): one worker with ``concurrency=--workers``.
 
 Rounds alternate the systems so drift on a shared machine hits all of them; medians are printed
-with Craig's ratio to each.
+with Craig's ratio to each. Craig logs as ``craig worker`` does (``--log-level``, default INFO:
+a line per job on stderr; send it elsewhere with ``2>/dev/null``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from craig.domain.constants import (
 from craig.domain.exchange import DispatchResult, PartnerAnswer, SendJob
 from craig.domain.exchange_transactions import ExchangeTransaction
 from craig.domain.partners import Partner, new_partner
+from craig.entrypoints.logging import configure_logging
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
 from craig.ports.exchange import Delivery, Pace, PartnerGateway
 from craig.usecases.exchange import SendPolicy
@@ -414,7 +416,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--uvloop", action="store_true", help="run every system on uvloop")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        help="Craig's log level (default INFO, as `craig worker` logs: one line per job, on stderr)",
+    )
     args = parser.parse_args()
+    configure_logging(args.log_level)  # Craig's log pipeline, as its worker runs it
     with postgres_server() as server_url:
         report(run(args, server_url))
 

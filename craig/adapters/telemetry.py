@@ -107,8 +107,8 @@ def add_request_id(_logger: Any, _method: str, event: structlog.types.EventDict)
 
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, ``None`` without a valid (sampled or not) one."""
-    if _PROPAGATOR is None:
-        return None
+    if _PROPAGATOR is None or not trace.get_current_span().get_span_context().is_valid:
+        return None  # no trace: nothing to carry (and the propagator's work saved)
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier)
     return carrier.get(TRACEPARENT)
@@ -127,11 +127,11 @@ def stamped(envelope: EventEnvelope) -> EventEnvelope:
 def job_origin(job: SendJob) -> SendJob:
     """A new send job with its ``origin_request_id`` and ``traceparent``: its own when set, else
     the bound request id and the current trace context (what the send-job repository stores)."""
-    return attrs.evolve(
-        job,
-        origin_request_id=job.origin_request_id or origin_request_id(),
-        traceparent=job.traceparent or current_traceparent(),
-    )
+    origin = job.origin_request_id or origin_request_id()
+    traceparent = job.traceparent or current_traceparent()
+    if origin == job.origin_request_id and traceparent == job.traceparent:
+        return job
+    return attrs.evolve(job, origin_request_id=origin, traceparent=traceparent)
 
 
 class SpanKind(enum.Enum):
