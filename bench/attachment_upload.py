@@ -60,7 +60,13 @@ def legacy(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contac
 
 def two_phase(db: PostgresDatabase, store: MinioObjectStore, ann: Principal, contact: Contact) -> Upload:
     async def upload(body: bytes) -> None:
-        use_case = UploadAttachment(PostgresUnitOfWork(db, BENCH_CIPHER), store, SystemClock(), UploadValidation())
+        use_case = UploadAttachment(
+            PostgresUnitOfWork(db, BENCH_CIPHER),
+            lambda: PostgresUnitOfWork(db, BENCH_CIPHER),
+            store,
+            SystemClock(),
+            UploadValidation(),
+        )
         attachment = await use_case(
             ann,
             contact.case_id,
