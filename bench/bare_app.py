@@ -261,10 +261,11 @@ async def idempotent_open(who: dict[str, Any], key: str, body: dict[str, Any]) -
     cache_key = hashlib.sha256(f"{who['sub']}\x00POST\x00/v1/cases\x00{key}".encode()).hexdigest()
     fingerprint = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     async with STATE.pool.acquire() as conn:
-        slot = await conn.fetchrow(
-            CLAIM, cache_key, "POST", "/v1/cases", str(who["sub"]), fingerprint, new_id(), CLAIM_TTL_SECONDS
-        )
-        assert slot is not None
+        slot = None
+        while slot is None:  # no row: a first claim committed after this statement began; ask again
+            slot = await conn.fetchrow(
+                CLAIM, cache_key, "POST", "/v1/cases", str(who["sub"]), fingerprint, new_id(), CLAIM_TTL_SECONDS
+            )
         if not slot["claimed"]:  # a stored answer: replay it
             existing = slot
             assert existing["status"] == "succeeded"

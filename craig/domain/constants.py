@@ -166,11 +166,11 @@ ASSOCIATED_DATA_HEADS_CACHED: Final = 1024
 SERVING_GC_YOUNG_THRESHOLD: Final = 20_000
 
 # --- Database -------------------------------------------------------------------------------
-#: A process's connection pool (``CRAIG_DATABASE__POOL_SIZE`` / ``__MAX_OVERFLOW``). Most of it
-#: is kept: a connection above the pool size is closed when it is given back, so a pool smaller
-#: than the requests in flight opens and closes a connection per request (measured with
-#: ``bench.api`` at 32 connections: pool 10 + overflow 20 served a case by id at about two
-#: thirds of the rate of a pool of 32).
+#: A process's connection pool (``CRAIG_DATABASE__POOL_SIZE`` + ``__MAX_OVERFLOW``): the most
+#: connections one process opens. Each is opened when needed and kept until it has been unused
+#: for DATABASE_IDLE_CONNECTION_LIFETIME, so under load the pool holds as many as the requests in
+#: flight need (a pool that closed connections as they were given back opened one per request:
+#: measured with ``bench.api`` at 32 connections, about two thirds of the rate).
 DATABASE_POOL_SIZE: Final = 25
 DATABASE_MAX_OVERFLOW: Final = 5
 #: The pool of a ``PostgresDatabase`` built without settings (tests, benchmarks).

@@ -127,7 +127,7 @@ def decide_claim(existing: Slot | None, request: ClaimRequest, now: datetime, tt
 
     The reclaim rule (a ``failed`` slot, or a ``processing`` slot whose claim has run out, is
     claimed again under the next fencing token, keeping its ``slot_id``, and only by a request
-    with the same fingerprint) is owned by the PostgreSQL adapter's SQL: ``_RECLAIM`` in
+    with the same fingerprint) is owned by the PostgreSQL adapter's SQL: ``_CLAIM`` in
     ``craig/adapters/postgres/idempotency.py`` applies it in the same atomic statement as the
     claim, for speed, on the database clock. This function mirrors that statement for the
     memory adapter (and tells the use case what an existing slot means for its request);

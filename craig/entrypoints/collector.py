@@ -9,8 +9,10 @@ document, the container), scanned again and again though none of it is ever garb
 :func:`tuned_for_serving` runs around a serving process's life, once it has started: one full
 collection, then ``gc.freeze()`` moves every object alive at that point out of the collector's
 sight for good, and the youngest generation is collected every
-:data:`~craig.domain.constants.SERVING_GC_YOUNG_THRESHOLD` allocations. Cyclic garbage is still
-collected; reference counting frees everything else at once, as before. Only ``craig serve``
+:data:`~craig.domain.constants.SERVING_GC_YOUNG_THRESHOLD` allocations. Cyclic garbage made
+after startup is still collected, and reference counting frees everything else at once, as
+before; an object made before and left in a cycle later (a pooled connection closed after
+idling) stays until the process ends, a few of them at most. Only ``craig serve``
 (and each of its ``--workers`` children) does this: a worker or a command keeps the defaults.
 """
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from craig.adapters.postgres import driver
 from craig.adapters.postgres.database import PostgresDatabase, async_url
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.ports.errors import DatabaseUnavailable, InvalidData
+from craig.ports.errors import DatabaseDefect, DatabaseUnavailable, InvalidData
 from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -227,3 +227,57 @@ async def test_a_cancelled_statement_inside_a_savepoint_stays_a_cancellation(dat
     async with database.transaction() as conn:
         assert (await conn.execute(text("SELECT count(*) FROM touched"))).scalar_one() == 0
     await database.ping()
+
+
+@pytest.mark.parametrize("lose", ["killed", "idle_timeout", "killed_before_commit"])
+async def test_a_connection_lost_between_statements_is_unavailable(
+    database: PostgresDatabase, pg_url: str, lose: str
+) -> None:
+    """The server ends a transaction's connection while it waits between two statements (a
+    restart, a failover, idle_in_transaction_session_timeout): the next statement, or the
+    COMMIT, is unavailable (503, retried), never a defect; and the pool serves again."""
+    killer = PostgresDatabase(pg_url, pool_size=1, max_overflow=0)
+    uow = PostgresUnitOfWork(database, TEST_CIPHER)
+    try:
+        with pytest.raises(DatabaseUnavailable):
+            async with uow:
+                if lose == "idle_timeout":
+                    await uow.session.execute(text("SET LOCAL idle_in_transaction_session_timeout = '100ms'"))
+                else:
+                    pid = (await uow.session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+                    async with killer.connect() as admin:
+                        await admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+                await asyncio.sleep(0.5)
+                if lose != "killed_before_commit":
+                    await uow.session.execute(text("SELECT 1"))
+                await uow.commit()
+    finally:
+        await killer.dispose()
+    await database.ping()
+
+
+async def test_a_commit_after_a_failed_statement_is_refused_not_silently_rolled_back(
+    database: PostgresDatabase,
+) -> None:
+    """PostgreSQL answers COMMIT of a failed transaction with ROLLBACK and no error: a caller
+    that went on after a statement failed must not believe its writes were kept."""
+    async with database.transaction() as conn:
+        await conn.execute(text("CREATE TABLE kept_or_not (n int)"))
+    with pytest.raises(DatabaseDefect, match="nothing was written"):
+        async with database.transaction() as conn:
+            await conn.execute(text("INSERT INTO kept_or_not VALUES (1)"))
+            with pytest.raises(InvalidData):
+                await conn.execute(text("SELECT CAST(CAST('x' AS text) AS int)"))
+    async with database.transaction() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM kept_or_not"))).scalar_one() == 0
+
+
+async def test_a_disposed_database_hands_out_no_connection_while_it_closes(database: PostgresDatabase) -> None:
+    conn = await database.acquire()
+    closing = asyncio.create_task(database.dispose())
+    await asyncio.sleep(0.05)  # the pool waits for the connection in use
+    with pytest.raises(DatabaseUnavailable, match="closing"):
+        await database.acquire()
+    await database.release(conn)  # to the pool it came from
+    await closing
+    await database.ping()  # used again: a new pool

@@ -153,3 +153,21 @@ async def test_an_error_never_carries_the_statements_parameters(database: Postgr
     told = "".join(traceback.format_exception(caught.value))
     assert "cases_pkey" in told and secret not in told
     assert str(case_id) not in str(caught.value)  # the DETAIL line (Key (id)=(...)) is left out
+
+
+@pytest.mark.parametrize(
+    ("cast", "wrong"),
+    [
+        ("CAST(CAST(:value AS text) AS int)", "server"),  # PostgreSQL quotes the text it cannot read
+        ("CAST(:value AS int)", "driver"),  # asyncpg quotes what it cannot encode
+    ],
+)
+async def test_a_bad_value_is_never_quoted_in_the_error(database: PostgresDatabase, cast: str, wrong: str) -> None:
+    """Refused by the ``wrong`` side, the value does not reach the error's text or its causes."""
+    secret = "-".join(["JANE", uuid.uuid4().hex[:8]])  # text where an int is expected (short: asyncpg cuts long ones)
+    with pytest.raises(InvalidData) as caught:
+        async with database.transaction() as conn:
+            await conn.execute(text(f"SELECT {cast}"), {"value": secret})
+    told = "".join(traceback.format_exception(caught.value))
+    assert secret not in told, told
+    assert "value not shown" in str(caught.value) or "invalid input" in str(caught.value)

@@ -120,3 +120,27 @@ async def test_a_body_above_the_inline_limit_is_fingerprinted_off_the_event_loop
     assert claim.fingerprint == real("application/json", body)
     assert (threads != [threading.get_ident()]) is off_loop
     assert len(threads) == 1
+
+
+async def test_a_beat_due_as_the_block_ends_does_not_run() -> None:
+    """The timer fires, then the block ends before the beat's task has run: the beat must not
+    extend a claim that is finalized by now (nor report it lost)."""
+    store = CountingStore()
+    requests, slot = await _claimed(store)
+    loop = asyncio.get_running_loop()
+    fired = asyncio.Event()
+    real_call_later = loop.call_later
+
+    def at_once(delay: float, callback: Callable[..., object], *args: object) -> asyncio.TimerHandle:
+        handle = real_call_later(0, callback, *args)
+        loop.call_soon(fired.set)  # after the callback, before the beat's task runs
+        return handle
+
+    loop.call_later = at_once  # type: ignore[method-assign]
+    try:
+        async with requests.keep_claim(slot):
+            await fired.wait()
+    finally:
+        loop.call_later = real_call_later  # type: ignore[method-assign]
+    await asyncio.sleep(0.05)
+    assert store.beats == 0

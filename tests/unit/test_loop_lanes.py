@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from craig.entrypoints.workers import loop as loop_module
 from craig.entrypoints.workers.loop import Loop
 
 pytestmark = pytest.mark.unit
@@ -52,3 +53,28 @@ async def test_one_lane_runs_one_pass_at_a_time() -> None:
 
     await asyncio.wait_for(Loop("one-lane-test", one_pass, timedelta(seconds=60)).run(stop), 5)
     assert most == 1 and passes == 5
+
+
+async def test_a_stuck_lane_keeps_the_loop_late_though_the_other_passes() -> None:
+    stuck = asyncio.Event()
+    calls = 0
+
+    async def one_pass() -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await stuck.wait()  # the first lane never finishes a pass
+        await asyncio.sleep(0.001)
+        return True
+
+    stop = asyncio.Event()
+    loop = Loop("stuck-lane-test", one_pass, timedelta(seconds=60), lanes=2)
+    task = asyncio.create_task(loop.run(stop))
+    await asyncio.sleep(0.1)
+    assert calls > 10  # the other lane kept passing
+    assert "stuck-lane-test" not in loop_module.LAST_PASSES  # yet the loop has not passed as a whole
+    stuck.set()
+    await asyncio.sleep(0.05)
+    assert "stuck-lane-test" in loop_module.LAST_PASSES
+    stop.set()
+    await asyncio.wait_for(task, 5)

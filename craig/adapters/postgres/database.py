@@ -36,7 +36,7 @@ from craig.domain.constants import (
     DATABASE_PREPARED_STATEMENTS_PER_CONNECTION,
     DATABASE_STATEMENT_TIMEOUT_MS,
 )
-from craig.ports.errors import DatabaseUnavailable, PortError
+from craig.ports.errors import ConstraintViolation, DatabaseDefect, DatabaseUnavailable, InvalidData, PortError
 
 _SELECT_1 = text("SELECT 1")
 
@@ -79,13 +79,20 @@ async def _as_it_is(_conn: asyncpg.Connection) -> None:
 class DriverConnection:
     """One connection taken from the pool, for one task at a time. ``execute`` takes a
     ``text()`` clause and its values, as SQLAlchemy's ``AsyncConnection.execute`` does, and
-    raises port errors (:mod:`craig.adapters.postgres.errors`)."""
+    raises port errors (:mod:`craig.adapters.postgres.errors`).
 
-    __slots__ = ("_conn", "_savepoints")
+    A connection that answered "unavailable" (the server is shutting down, the session timed
+    out, a read-only standby after a failover...) is closed rather than given out again, so the
+    pool opens a fresh one, to whichever server now answers."""
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    __slots__ = ("_conn", "_pool", "_savepoints", "released")
+
+    def __init__(self, conn: asyncpg.Connection, pool: asyncpg.Pool) -> None:
         self._conn = conn
+        self._pool = pool
         self._savepoints = 0
+        #: Given back by :meth:`PostgresDatabase.release` (not taken back by the pool on its own).
+        self.released = False
 
     async def execute(self, clause: TextClause, values: Any = None) -> Result:
         """Run ``clause``; a list of values runs it once per item (no rows kept)."""
@@ -95,26 +102,47 @@ class DriverConnection:
                 return Result([])
             return await driver.run(self._conn, clause, values)
         except TRANSLATED as error:
-            raise translate(error) from error
+            raise self._failed(error) from _cause(error)
 
     async def affected(self, clause: TextClause, values: Any = None) -> int:
         """Run ``clause`` and return how many rows it inserted, changed or deleted."""
         try:
             return await driver.affected(self._conn, clause, values)
         except TRANSLATED as error:
-            raise translate(error) from error
+            raise self._failed(error) from _cause(error)
 
-    async def _control(self, sql: str) -> None:
+    async def _control(self, sql: str) -> str:
         try:
-            await self._conn.execute(sql)
+            status: str = await self._conn.execute(sql)
         except TRANSLATED as error:
-            raise translate(error) from error
+            raise self._failed(error) from _cause(error)
+        return status
+
+    def _failed(self, error: BaseException) -> PortError:
+        """The port error for ``error``. When asyncpg lost the connection between two
+        statements, it gave it back to the pool by itself, and every call on it now says so:
+        that is a lost connection (unavailable), unless Craig gave it back itself (a defect)."""
+        if isinstance(error, asyncpg.InterfaceError) and not self.released and self._lost():
+            failed: PortError = DatabaseUnavailable(f"the database connection was lost: {error.args[0]}")
+        else:
+            failed = translate(error)
+        if isinstance(failed, DatabaseUnavailable):
+            _discard(self._conn)
+        return failed
+
+    def _lost(self) -> bool:
+        try:
+            return bool(self._conn.is_closed())
+        except asyncpg.InterfaceError:
+            return True  # the pool took it back when it closed
 
     async def begin(self) -> None:
         await self._control("BEGIN")
 
     async def commit(self) -> None:
-        await self._control("COMMIT")
+        if await self._control("COMMIT") != "COMMIT":
+            # PostgreSQL answers COMMIT in a failed transaction with ROLLBACK, and no error.
+            raise DatabaseDefect("COMMIT of a transaction an earlier statement had failed: nothing was written")
 
     async def rollback(self) -> None:
         await self._undo("ROLLBACK")
@@ -133,14 +161,12 @@ class DriverConnection:
 
     async def _undo(self, sql: str) -> None:
         """A rollback that cannot be sent (the connection broke, or is still busy with a
-        cancelled statement) closes the connection instead: the server then rolls back
-        everything it held, and every later statement on it fails as unavailable. So the error
-        being handled is never replaced by the rollback's own."""
+        cancelled statement) or that the server refuses closes the connection instead: the
+        server then rolls back everything it held, and every later statement on it fails as
+        unavailable. So the error being handled is never replaced by the rollback's own."""
         try:
             await self._conn.execute(sql)
-        except asyncpg.PostgresError as error:
-            raise translate(error) from error
-        except (asyncpg.InterfaceError, OSError, ConnectionError):
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, ConnectionError):
             _discard(self._conn)
 
     @property
@@ -149,8 +175,16 @@ class DriverConnection:
 
     @property
     def raw(self) -> asyncpg.Connection:
-        """The asyncpg connection itself (tests, and the one LISTEN-like use that needs it)."""
+        """The asyncpg connection itself (tests, and statements that must not be prepared)."""
         return self._conn
+
+
+def _cause(error: BaseException) -> BaseException | None:
+    """What a port error keeps as its cause: the driver's error, whose text can quote values
+    (a bad value, a row's key in a DETAIL line), is left out where it would: a bad value and a
+    refused constraint are told by the port error's own words, SQLSTATE and constraint name."""
+    translated = translate(error)
+    return None if isinstance(translated, InvalidData | ConstraintViolation) else error
 
 
 class PostgresDatabase:
@@ -171,6 +205,7 @@ class PostgresDatabase:
         self.acquire_timeout = acquire_timeout_seconds
         self._pool: asyncpg.Pool | None = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
 
     # --- the pool -------------------------------------------------------------------------
     async def _the_pool(self) -> asyncpg.Pool:
@@ -193,11 +228,17 @@ class PostgresDatabase:
             server_settings={"statement_timeout": str(self.statement_timeout_ms)},
         )
         self._pool_loop = loop
-        await self._pool
+        try:
+            await self._pool
+        except BaseException:
+            self._pool = None  # a pool that failed to start is closed: make a new one next time
+            raise
         return self._pool
 
     async def acquire(self) -> DriverConnection:
         """A connection of the pool (give it back with :meth:`release`)."""
+        if self._closing:
+            raise DatabaseUnavailable("the database pool is closing (the process is stopping)")
         try:
             pool = await self._the_pool()
             # asyncio.timeout, not acquire(timeout=): that one runs the wait in a task of its own.
@@ -210,22 +251,21 @@ class PostgresDatabase:
             ) from error
         except TRANSLATED as error:
             raise translate(error) from error
-        return DriverConnection(conn)
+        return DriverConnection(conn, pool)
 
     async def release(self, conn: DriverConnection) -> None:
-        """Give ``conn`` back. One still inside a transaction (its COMMIT or ROLLBACK failed or
-        was cancelled) is closed instead: its state is unknown."""
+        """Give ``conn`` back to the pool it came from. One still inside a transaction (its
+        COMMIT or ROLLBACK failed or was cancelled) is closed instead: its state is unknown."""
+        if conn.released:
+            return
+        conn.released = True
         raw = conn.raw
         try:
             if raw.is_in_transaction():
                 raw.terminate()
         except asyncpg.InterfaceError:
             return  # the server closed it, and the pool took it back already
-        pool = self._pool
-        if pool is None:
-            _discard(raw)
-            return
-        await pool.release(raw)
+        await conn._pool.release(raw)
 
     # --- transactions ---------------------------------------------------------------------
     @asynccontextmanager
@@ -267,14 +307,20 @@ class PostgresDatabase:
             await conn.execute(_SELECT_1)
 
     async def dispose(self) -> None:
-        """Close the pool (connections in use are closed when given back)."""
-        pool, self._pool = self._pool, None
+        """Close the pool: connections in use are closed when given back, and no new one is
+        handed out meanwhile. Used again afterwards, the database makes a new pool."""
+        pool = self._pool
         if pool is None or self._pool_loop is not asyncio.get_running_loop():
+            self._pool = None
             return
+        self._closing = True
         try:
             await asyncio.wait_for(pool.close(), DATABASE_POOL_CLOSE_TIMEOUT.total_seconds())
         except (TimeoutError, OSError, asyncpg.InterfaceError):
             pool.terminate()
+        finally:
+            self._pool = None
+            self._closing = False
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({async_url(self.url).render_as_string(hide_password=True)})"

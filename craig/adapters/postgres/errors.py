@@ -7,11 +7,14 @@ here) is a :class:`DatabaseDefect`: a 500 with an incident id, never a 503 that 
 retry forever.
 
 A port error's text is the server's message without the DETAIL it may add (which quotes the
-values of a row); a statement's parameters never appear in an error at all.
+values of a row) and without a value the message quotes (see :func:`_words`); where the
+driver's own error would quote one (a bad value, a refused constraint), the port error does not
+keep it as its cause (see ``database.DriverConnection``), so a logged traceback does not either.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -26,6 +29,8 @@ from craig.ports.errors import (
     TransientConflict,
 )
 
+#: asyncpg's words for a parameter it could not encode; the value follows the colon.
+_BAD_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+)")
 _TRANSIENT_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 _CONSTRAINT_SQLSTATES = {"23505", "23514", "23503", "23P01", "23502"}
 #: connection exception, authentication (at connect), insufficient resources, operator
@@ -110,11 +115,24 @@ def translate(error: BaseException) -> PortError:
 
 
 def _words(error: BaseException) -> str:
-    """What the error says, without the DETAIL and HINT lines asyncpg appends to it."""
+    """What the error says, without the DETAIL and HINT lines asyncpg appends to it, and
+    without the value it quotes: asyncpg names a parameter it cannot encode with the value's
+    ``repr`` (``invalid input for query argument $2: 'Jane Doe' (expected a datetime...)``), and
+    PostgreSQL a value it cannot read after a colon (``invalid input syntax for type integer:
+    "Jane"``). Both keep what was wrong; neither keeps the value."""
     for candidate in _chain(error):
         if isinstance(candidate, asyncpg.PostgresError | asyncpg.InterfaceError) and candidate.args:
-            return str(candidate.args[0])
+            return _without_values(str(candidate.args[0]))
     return str(error)
+
+
+def _without_values(message: str) -> str:
+    argument = _BAD_ARGUMENT.match(message)
+    if argument is not None:
+        reason = message.rsplit(" (", 1)[1] if message.endswith(")") and " (" in message else ""
+        return f"{argument.group(1)}: (value not shown) ({reason}" if reason else f"{argument.group(1)}"
+    head, quoted, _ = message.partition(': "')
+    return f"{head}: (value not shown)" if quoted else message
 
 
 TRANSLATED = (

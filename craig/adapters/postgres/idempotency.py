@@ -41,8 +41,9 @@ _COLUMNS = """cache_key, method, path, user_sub, body_fingerprint, status, claim
 # One statement, one round trip, its own transaction: the INSERT of a new slot, else the
 # reclaim of a 'failed' slot or of a 'processing' one whose claim expired (its owner died: a live
 # owner keeps extending it; either way the fencing token moves on and slot_id stays), else the
-# slot as it is. ``outcome`` says which. All three parts read one snapshot, taken when the
-# statement starts, and the last one cannot see what the first two wrote: hence NOT EXISTS. A
+# slot as it is. All three parts read one snapshot, taken when the
+# statement starts, and the last one cannot see what the first two wrote: hence NOT EXISTS.
+# ``claimed`` says whether the slot is the caller's now. A
 # slot that another transaction inserts and commits while this one waits for its key is in no
 # part of the answer (no row at all): the caller asks again. This statement owns the reclaim
 # rule; craig.domain.idempotency.decide_claim mirrors it for the memory adapter, and

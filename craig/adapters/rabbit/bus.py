@@ -317,17 +317,18 @@ class RabbitEventBus(EventBus):
             body = json.dumps(envelope.to_message()).encode()
             async with gate:
                 try:
-                    # The deadline is a timer, not aio-pika's timeout=, which runs every publish
-                    # in a task of its own.
-                    async with asyncio.timeout(self.publish_timeout):
-                        try:
+                    # Each publish's deadline is a timer, not aio-pika's timeout=, which runs every
+                    # publish in a task of its own.
+                    try:
+                        async with asyncio.timeout(self.publish_timeout):
                             await events.publish(_message(body, envelope, headers), routing_key=envelope.type)
-                        except aiormq.exceptions.PublishError:  # returned: no alternate exchange took it
-                            unrouted = {
-                                **headers,
-                                "x-unrouted-exchange": self.events.name,
-                                "x-unrouted-routing-key": envelope.type,
-                            }
+                    except aiormq.exceptions.PublishError:  # returned: no alternate exchange took it
+                        unrouted = {
+                            **headers,
+                            "x-unrouted-exchange": self.events.name,
+                            "x-unrouted-routing-key": envelope.type,
+                        }
+                        async with asyncio.timeout(self.publish_timeout):
                             await channel.default_exchange.publish(
                                 _message(body, envelope, unrouted), routing_key=self.unrouted_queue
                             )

@@ -128,8 +128,11 @@ class AuthSettings:
 @attrs.define
 class DatabaseSettings:
     url: str = _secret("PostgreSQL URL (production), e.g. postgresql://craig@db:5432/craig.", "")
-    pool_size: int = _help("Connections kept per process.", DATABASE_POOL_SIZE)
-    max_overflow: int = _help("Extra connections allowed under burst.", DATABASE_MAX_OVERFLOW)
+    pool_size: int = _help(
+        "With max_overflow: the most connections one process opens (each closed after 5 minutes unused).",
+        DATABASE_POOL_SIZE,
+    )
+    max_overflow: int = _help("Added to pool_size for the most connections one process opens.", DATABASE_MAX_OVERFLOW)
     statement_timeout_ms: int = _help("Server-side statement timeout.", DATABASE_STATEMENT_TIMEOUT_MS)
     embedded_port: int = _help("TCP port of the embedded server; 0 = unix socket only.", 0)
 

@@ -27,13 +27,25 @@ Idle = Callable[[timedelta], Awaitable[None]]
 LAST_PASSES: dict[str, float] = {}
 
 
-def _passed(name: str, started: float, outcome: str) -> None:
+#: For a loop of several lanes: when each lane last finished a pass, by loop name and lane.
+_LANE_PASSES: dict[str, dict[int, float]] = {}
+
+
+def _passed(name: str, started: float, outcome: str, lane: int = 0, lanes: int = 1) -> None:
     ended = time.monotonic()
     metrics.worker_loop_passes.labels(name, outcome).inc()
     metrics.worker_loop_pass_seconds.labels(name).observe(ended - started)
-    if outcome == "ok":
-        LAST_PASSES[name] = ended
-        metrics.worker_loop_last_pass.labels(name).set_to_current_time()
+    if outcome != "ok":
+        return
+    if lanes > 1:
+        # The loop is as late as its slowest lane: one lane stuck must show, though the others pass.
+        passes = _LANE_PASSES.setdefault(name, {})
+        passes[lane] = ended
+        if len(passes) < lanes:
+            return  # not every lane has passed yet
+        ended = min(passes.values())
+    LAST_PASSES[name] = ended
+    metrics.worker_loop_last_pass.labels(name).set_to_current_time()
 
 
 async def _sleep(interval: timedelta) -> None:
@@ -52,24 +64,25 @@ class Loop:
 
     async def run(self, stop: asyncio.Event) -> None:
         if self.lanes <= 1:
-            await self._lane(stop)
+            await self._lane(stop, 0)
             return
+        _LANE_PASSES.pop(self.name, None)
         async with asyncio.TaskGroup() as group:
-            for _ in range(self.lanes):
-                group.create_task(self._lane(stop))
+            for lane in range(self.lanes):
+                group.create_task(self._lane(stop, lane))
 
-    async def _lane(self, stop: asyncio.Event) -> None:
+    async def _lane(self, stop: asyncio.Event, lane: int) -> None:
         error_delay = WORKER_ERROR_BACKOFF_MIN
         while not stop.is_set():
             started = time.monotonic()
             try:
                 busy = await self.run_once()
                 error_delay = WORKER_ERROR_BACKOFF_MIN
-                _passed(self.name, started, "ok")
+                _passed(self.name, started, "ok", lane, self.lanes)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                _passed(self.name, started, "error")
+                _passed(self.name, started, "error", lane, self.lanes)
                 log.warning("worker pass failed", worker=self.name, error=str(error), retry_in=str(error_delay))
                 await wait_or_stop(stop, error_delay, _sleep)
                 error_delay = min(error_delay * 2, WORKER_ERROR_BACKOFF_MAX)

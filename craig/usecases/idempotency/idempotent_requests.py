@@ -201,6 +201,8 @@ class _Heartbeat:
             self.beating = self.loop.create_task(self._beat())
 
     async def _beat(self) -> None:
+        if self.stopped:  # due just before the block ended: the claim is finalized by now
+            return
         slot = self.slot
         try:
             if not await self.store.extend_claim(slot.cache_key, slot.claim_token, self.claim_ttl):
