@@ -10,9 +10,9 @@ request ids, metrics and tracing.
 Simplifications, on purpose: field values are encrypted and decrypted with Craig's own
 ``FieldEncryptor`` (AES-256-GCM with the same key, the only Craig code used, so both do the same
 crypto work); inputs are checked only as far as the statements need; no ETag, no cursor
-signing (a plain base64 cursor), no problem documents. Its asyncpg pool keeps up to 30
-connections open; Craig's SQLAlchemy pool keeps 10 (``CRAIG_DATABASE__POOL_SIZE``) and closes
-each of its 20 overflow connections when it is given back, which shows in Craig's column.
+signing (a plain base64 cursor), no problem documents. Its asyncpg pool holds up to 30
+connections, as Craig's does (``CRAIG_DATABASE__POOL_SIZE`` 25 + ``__MAX_OVERFLOW`` 5), and
+neither sends a statement to reset a connection given back.
 
 Which scenarios also append an audit entry is given by ``BARE_AUDITED`` (comma-separated scenario
 names): ``bench/api.py`` sets it to the scenarios for which it saw Craig write an entry, so the
@@ -403,8 +403,8 @@ async def keep_as_is(_conn: asyncpg.Connection) -> None:
 
 @asynccontextmanager
 async def lifespan(_app: Litestar) -> AsyncIterator[None]:
-    # As Craig's pool: 10 kept + 20 overflow, the same statement timeout, and no statement to
-    # reset a connection given back (asyncpg's default sends one; SQLAlchemy's pool does not).
+    # As Craig's pool: at most 30 connections, the same statement timeout, and no statement to
+    # reset a connection given back (asyncpg's default sends one; Craig's pool does not).
     STATE.pool = await asyncpg.create_pool(
         os.environ["BARE_DATABASE_URL"],
         min_size=10,

@@ -140,7 +140,7 @@ def _jobs(partners: list[Partner], tx: ExchangeTransaction, count: int) -> list[
 async def _craig_enqueue(
     database: PostgresDatabase, partners: list[Partner], tx: ExchangeTransaction, count: int
 ) -> None:
-    """Enqueue through the repository in a unit of work: BEGIN, INSERT, COMMIT (SQLAlchemy)."""
+    """Enqueue through the repository in a unit of work: BEGIN, INSERT, COMMIT."""
     uow = PostgresUnitOfWork(database, BENCH_CIPHER)
     async with uow:
         await uow.send_jobs.add_many(_jobs(partners, tx, count))
