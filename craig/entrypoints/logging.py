@@ -22,10 +22,12 @@ job, an API process one per request).
 
 from __future__ import annotations
 
+import json as stdlib_json
 import logging
 import sys
 from typing import Any
 
+import msgspec
 import structlog
 
 from craig.adapters.telemetry import add_request_id
@@ -72,9 +74,26 @@ def _shared() -> list[structlog.types.Processor]:
     ]
 
 
+_JSON_LINE = msgspec.json.Encoder(enc_hook=repr)
+
+
+def _json_line(event: Any, **_options: Any) -> str:
+    """A line of compact JSON, encoded by msgspec (about 8 times faster than ``json.dumps``):
+    UUIDs and times as text, anything else it cannot encode as its ``repr``. Kept ASCII (other
+    characters escaped as ``\\uXXXX``, as ``json.dumps`` does), so no stream's encoding can refuse
+    a line."""
+    try:
+        line = _JSON_LINE.encode(event).decode()
+    except (TypeError, ValueError, OverflowError):  # a key that is not text, say
+        return stdlib_json.dumps(event, default=repr, separators=(",", ":"))
+    if line.isascii():
+        return line
+    return stdlib_json.dumps(stdlib_json.loads(line), separators=(",", ":"))
+
+
 def renderer(json: bool) -> structlog.types.Processor:
     if json:
-        return structlog.processors.JSONRenderer()
+        return structlog.processors.JSONRenderer(serializer=_json_line)
     return structlog.dev.ConsoleRenderer(colors=False)
 
 

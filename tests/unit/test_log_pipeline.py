@@ -5,7 +5,8 @@ readable lines with ``CRAIG_LOG_FORMAT=console``."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import structlog
@@ -86,3 +87,15 @@ def test_craig_log_format_chooses_the_format_and_craig_log_json_still_works(
 def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
     with pytest.raises(SettingsError, match="json, console"):
         read_environment({"CRAIG_LOG_FORMAT": "xml"})
+
+
+def test_a_json_line_is_ascii_and_carries_ids_and_times_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    case = uuid.UUID(int=7)
+    with craig_logging("INFO"):
+        structlog.get_logger("craig.tests").info("seen", case_id=case, at=datetime(2026, 1, 2, tzinfo=UTC), name="Zoë")
+        structlog.get_logger("craig.tests").info("odd keys", counts={1: "x"}, thing=object())
+    raw = capsys.readouterr().err
+    assert raw.isascii() and "\\u00eb" in raw  # escaped, so no stream encoding refuses it
+    first, second = json_lines(raw)
+    assert first["case_id"] == str(case) and first["at"].startswith("2026-01-02T00:00:00") and first["name"] == "Zoë"
+    assert second["counts"] == {"1": "x"} and second["thing"].startswith("<object object")
