@@ -14,7 +14,6 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 
 from craig.adapters.postgres.driver import Row
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import (
     ATTACHMENT_FILE_NAME,
@@ -115,14 +114,12 @@ class PostgresAttachmentRepository(AttachmentRepository):
             "uploaded_by": attachment.uploaded_by,
             "worker_name": attachment.worker_name,
         }
-        async with db_errors():
-            created_at = (await self.session.execute(_INSERT, params)).scalar_one()
+        created_at = (await self.session.execute(_INSERT, params)).scalar_one()
         return attrs.evolve(attachment, created_at=created_at)
 
     async def get(self, contact_id: UUID, attachment_id: UUID) -> Attachment | None:
-        async with db_errors():
-            result = await self.session.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
-            row = result.mappings().first()
+        result = await self.session.execute(_GET, {"id": attachment_id, "contact_id": contact_id})
+        row = result.mappings().first()
         return _attachment(row, self.session.cipher) if row else None
 
     async def page_for_contact(self, contact_id: UUID, keyset: Keyset) -> KeysetPage[Attachment]:
@@ -131,34 +128,30 @@ class PostgresAttachmentRepository(AttachmentRepository):
         if keyset.after is not None:
             bound = "AND (created_at, id) > (:after_at, :after_id)"
             params["after_at"], params["after_id"] = keyset.after
-        async with db_errors():
-            rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
-            items = [_attachment(row, self.session.cipher) for row in rows]
+        rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
+        items = [_attachment(row, self.session.cipher) for row in rows]
         return keyset_page(items, keyset, attachment_key)
 
     async def list_for_contact(self, contact_id: UUID, page: PageRequest) -> Page[Attachment]:
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT, {"contact_id": contact_id})).scalar_one()
-            rows = (
-                await conn.execute(_LIST, {"contact_id": contact_id, "limit": page.per_page, "offset": page.offset})
-            ).mappings()
-            items = [_attachment(row, self.session.cipher) for row in rows]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT, {"contact_id": contact_id})).scalar_one()
+        rows = (
+            await conn.execute(_LIST, {"contact_id": contact_id, "limit": page.per_page, "offset": page.offset})
+        ).mappings()
+        items = [_attachment(row, self.session.cipher) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
     async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
-        async with db_errors():
-            result = await self.session.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
-            return [
-                PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
-                for r in result.mappings()
-            ]
+        result = await self.session.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
+        return [
+            PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
+            for r in result.mappings()
+        ]
 
     async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
-        async with db_errors():
-            result = await self.session.execute(_SET_STATUS, {"id": row_id, "status": str(status)})
-            return result.first() is not None
+        result = await self.session.execute(_SET_STATUS, {"id": row_id, "status": str(status)})
+        return result.first() is not None
 
     async def mark_present(self, row_id: UUID) -> bool:
         return await self._set_status(row_id, ObjectStatus.PRESENT)
@@ -167,17 +160,14 @@ class PostgresAttachmentRepository(AttachmentRepository):
         return await self._set_status(row_id, ObjectStatus.FAILED)
 
     async def delete_pending(self, row_id: UUID) -> bool:
-        async with db_errors():
-            return (await self.session.execute(_DELETE_PENDING, {"id": row_id})).first() is not None
+        return (await self.session.execute(_DELETE_PENDING, {"id": row_id})).first() is not None
 
     async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
         if not keys:
             return set()
-        async with db_errors():
-            result = await self.session.execute(_KNOWN, {"keys": list(keys)})
-            return {row[0] for row in result}
+        result = await self.session.execute(_KNOWN, {"keys": list(keys)})
+        return {row[0] for row in result}
 
     async def pending_stats(self) -> PendingStats:
-        async with db_errors():
-            row = (await self.session.execute(_STATS)).mappings().one()
+        row = (await self.session.execute(_STATS)).mappings().one()
         return PendingStats(pending=row["pending"], oldest_pending_created_at=row["oldest"], now=row["db_now"])

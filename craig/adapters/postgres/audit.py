@@ -13,7 +13,6 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.audit import READ_ACTIONS, AuditEntry
 from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage
@@ -130,16 +129,14 @@ class PostgresAuditRepository(AuditRepository):
 
     async def append(self, entries: Sequence[AuditEntry]) -> list[AuditEntry]:
         stored = []
-        async with db_errors():
-            for entry in entries:
-                at = (await self.session.execute(_INSERT, _values(entry))).scalar_one()
-                stored.append(entry.written_at(at))
+        for entry in entries:
+            at = (await self.session.execute(_INSERT, _values(entry))).scalar_one()
+            stored.append(entry.written_at(at))
         return stored
 
     async def list(self, where: AuditFilter, limit: int, cursor: AuditCursor | None = None) -> AuditPage:
         sql, params = _query(where, cursor)
-        async with db_errors():
-            rows = (await self.session.execute(text(sql), {**params, "limit": limit + 1})).mappings().all()
+        rows = (await self.session.execute(text(sql), {**params, "limit": limit + 1})).mappings().all()
         return AuditPage.of([entry_from_row(row, row["seq"]) for row in rows], limit)
 
     async def case_history(self, case_id: UUID, limit: int, cursor: AuditCursor | None = None) -> AuditPage:

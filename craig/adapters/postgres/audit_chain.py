@@ -23,7 +23,6 @@ from sqlalchemy import text
 
 from craig.adapters.postgres.audit import ENTRY_COLUMNS, entry_from_row
 from craig.adapters.postgres.database import DriverConnection, PostgresDatabase
-from craig.adapters.postgres.errors import db_errors
 from craig.domain.audit_chain import ChainHead, ChainLink, ChainStart, seal
 from craig.ports.audit import AuditChainStore, PendingEntries, RetentionFloor, SealedBatch
 
@@ -83,7 +82,7 @@ class PostgresAuditChainStore(AuditChainStore):
         self.database = database
 
     async def seal_pending(self, batch_size: int) -> SealedBatch:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             await conn.execute(_LOCK)
             top = (await conn.execute(_HEAD)).first()
             head = ChainHead(top.seq, bytes(top.hash)) if top else await self._purged_head(conn)
@@ -111,31 +110,31 @@ class PostgresAuditChainStore(AuditChainStore):
         return ChainStart(row.through_seq + 1, bytes(row.anchor_hash)) if row else ChainStart()
 
     async def head(self) -> ChainHead | None:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             row = (await conn.execute(_HEAD)).first()
         return ChainHead(row.seq, bytes(row.hash)) if row else None
 
     async def start(self) -> ChainStart:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             return await self._start(conn)
 
     async def count_links(self) -> int:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             return int((await conn.execute(text("SELECT count(*) FROM audit_chain"))).scalar_one())
 
     async def links(self, after_seq: int, limit: int) -> list[ChainLink]:
         query = text(f"{_LINKS} WHERE c.seq > :after ORDER BY c.seq LIMIT :limit")
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             rows = (await conn.execute(query, {"after": after_seq, "limit": limit})).mappings().all()
         return [_link(row) for row in rows]
 
     async def link_at(self, seq: int) -> ChainLink | None:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             row = (await conn.execute(text(f"{_LINKS} WHERE c.seq = :seq"), {"seq": seq})).mappings().first()
         return _link(row) if row else None
 
     async def seq_of_hash(self, digest: bytes) -> int | None:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             seq = (await conn.execute(text("SELECT seq FROM audit_chain WHERE hash = :h"), {"h": digest})).scalar()
         return None if seq is None else int(seq)
 
@@ -144,22 +143,22 @@ class PostgresAuditChainStore(AuditChainStore):
             "SELECT count(*), min(e.at) FROM audit_entries e "
             "WHERE NOT EXISTS (SELECT 1 FROM audit_chain c WHERE c.entry_id = e.id)"
         )
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             count, oldest = (await conn.execute(query)).one()
         return PendingEntries(int(count), oldest)
 
     async def retention_floor(self) -> RetentionFloor:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             row = (await conn.execute(_FLOOR)).one()
         return RetentionFloor(row.retention, row.set_at, row.ever_lowered)
 
     async def raise_retention_floor(self, retention: timedelta) -> RetentionFloor:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             await conn.execute(_RAISE_FLOOR, {"retention": retention})
         return await self.retention_floor()
 
     async def purge(self, older_than: timedelta, batch_size: int) -> int:
-        async with db_errors(), self.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             await conn.execute(_LOCK)
             rows = (await conn.execute(_PURGEABLE, {"older_than": older_than, "limit": batch_size})).all()
             doomed = []

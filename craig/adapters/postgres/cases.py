@@ -9,7 +9,6 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.case_codec import case_columns, case_from_columns, family_name_candidates, family_name_index
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CASE_FAMILY_NAME, unseal_optional
 from craig.domain.access import Principal
@@ -134,12 +133,10 @@ class PostgresCaseRepository(CaseRepository):
         return case_from_columns(self.session.cipher, row, row["workers"] or ())
 
     async def add(self, case: Case) -> None:
-        async with db_errors():
-            await self.session.execute(_INSERT, case_columns(self.session.cipher, case))
+        await self.session.execute(_INSERT, case_columns(self.session.cipher, case))
 
     async def _one(self, statement: Any, case_id: UUID) -> Case | None:
-        async with db_errors():
-            row = (await self.session.execute(statement, {"id": case_id})).mappings().first()
+        row = (await self.session.execute(statement, {"id": case_id})).mappings().first()
         return self._case(row) if row else None
 
     async def get(self, case_id: UUID) -> Case | None:
@@ -152,16 +149,14 @@ class PostgresCaseRepository(CaseRepository):
         return await self._one(_GET_FOR_SHARE, case_id)
 
     async def save(self, case: Case) -> None:
-        async with db_errors():
-            await self.session.execute(_SAVE, case_columns(self.session.cipher, case))
+        await self.session.execute(_SAVE, case_columns(self.session.cipher, case))
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[Case]:
         params = _visibility(principal)
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT, params)).scalar_one()
-            rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
-            items = [self._case(row) for row in rows]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT, params)).scalar_one()
+        rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
+        items = [self._case(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def search(self, principal: Principal, query: CaseQuery, keyset: Keyset) -> KeysetPage[Case]:
@@ -170,14 +165,12 @@ class PostgresCaseRepository(CaseRepository):
         )
         statement, params = _search(query, keyset, family_indexes)
         params.update(_visibility(principal))
-        async with db_errors():
-            rows = (await self.session.execute(text(statement), params)).mappings()
-            items = [self._case(row) for row in rows]
+        rows = (await self.session.execute(text(statement), params)).mappings()
+        items = [self._case(row) for row in rows]
         return keyset_page(items, keyset, query.sort_key)
 
     async def _change_assignment(self, statement: Any, case_id: UUID, **params: Any) -> bool:
-        async with db_errors():
-            row = (await self.session.execute(statement, {"case_id": case_id, **params})).first()
+        row = (await self.session.execute(statement, {"case_id": case_id, **params})).first()
         return row is not None
 
     async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
@@ -188,21 +181,17 @@ class PostgresCaseRepository(CaseRepository):
 
     async def reindex_family_names(self, after: UUID | None, limit: int) -> tuple[int, UUID | None]:
         cipher = self.session.cipher
-        async with db_errors():
-            params = {"prefix": cipher.blind_index_prefix, "after": after, "limit": limit}
-            rows = (await self.session.execute(_STALE_BATCH, params)).mappings().all()
-            for row in rows:
-                try:
-                    name = unseal_optional(cipher, CASE_FAMILY_NAME, row["id"], row["family_name"])
-                except ValueError:
-                    continue  # undecryptable: left for the key rotation's own count
-                await self.session.execute(_SET_INDEX, {"id": row["id"], "index": family_name_index(cipher, name)})
+        params = {"prefix": cipher.blind_index_prefix, "after": after, "limit": limit}
+        rows = (await self.session.execute(_STALE_BATCH, params)).mappings().all()
+        for row in rows:
+            try:
+                name = unseal_optional(cipher, CASE_FAMILY_NAME, row["id"], row["family_name"])
+            except ValueError:
+                continue  # undecryptable: left for the key rotation's own count
+            await self.session.execute(_SET_INDEX, {"id": row["id"], "index": family_name_index(cipher, name)})
         return len(rows), (rows[-1]["id"] if rows else None)
 
     async def count_stale_family_name_indexes(self) -> int:
-        async with db_errors():
-            return int(
-                (
-                    await self.session.execute(_COUNT_STALE, {"prefix": self.session.cipher.blind_index_prefix})
-                ).scalar_one()
-            )
+        return int(
+            (await self.session.execute(_COUNT_STALE, {"prefix": self.session.cipher.blind_index_prefix})).scalar_one()
+        )

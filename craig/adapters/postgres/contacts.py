@@ -8,7 +8,6 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.postgres.driver import Row
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import CONTACT_SUMMARY, seal, unseal
 from craig.domain.contacts import Contact, ContactType, contact_key
@@ -54,35 +53,32 @@ class PostgresContactRepository(ContactRepository):
         )
 
     async def add(self, contact: Contact) -> None:
-        async with db_errors():
-            await self.session.execute(
-                _INSERT,
-                {
-                    "id": contact.id,
-                    "case_id": contact.case_id,
-                    "contact_type": str(contact.contact_type),
-                    "occurred_at": contact.occurred_at,
-                    "summary": seal(self.session.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
-                    "created_by": contact.created_by,
-                    "worker_name": contact.worker_name,
-                    "created_at": contact.created_at,
-                },
-            )
+        await self.session.execute(
+            _INSERT,
+            {
+                "id": contact.id,
+                "case_id": contact.case_id,
+                "contact_type": str(contact.contact_type),
+                "occurred_at": contact.occurred_at,
+                "summary": seal(self.session.cipher, CONTACT_SUMMARY, contact.id, contact.summary),
+                "created_by": contact.created_by,
+                "worker_name": contact.worker_name,
+                "created_at": contact.created_at,
+            },
+        )
 
     async def get(self, case_id: UUID, contact_id: UUID) -> Contact | None:
-        async with db_errors():
-            result = await self.session.execute(_GET, {"id": contact_id, "case_id": case_id})
-            row = result.mappings().first()
+        result = await self.session.execute(_GET, {"id": contact_id, "case_id": case_id})
+        row = result.mappings().first()
         return self._contact(row) if row else None
 
     async def list_for_case(self, case_id: UUID, page: PageRequest) -> Page[Contact]:
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT, {"case_id": case_id})).scalar_one()
-            rows = (
-                await conn.execute(_LIST, {"case_id": case_id, "limit": page.per_page, "offset": page.offset})
-            ).mappings()
-            items = [self._contact(row) for row in rows]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT, {"case_id": case_id})).scalar_one()
+        rows = (
+            await conn.execute(_LIST, {"case_id": case_id, "limit": page.per_page, "offset": page.offset})
+        ).mappings()
+        items = [self._contact(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def page_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Contact]:
@@ -91,7 +87,6 @@ class PostgresContactRepository(ContactRepository):
         if keyset.after is not None:
             bound = "AND (occurred_at, id) < (:after_at, :after_id)"
             params["after_at"], params["after_id"] = keyset.after
-        async with db_errors():
-            rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
-            items = [self._contact(row) for row in rows]
+        rows = (await self.session.execute(text(_PAGE.format(after=bound)), params)).mappings()
+        items = [self._contact(row) for row in rows]
         return keyset_page(items, keyset, contact_key)

@@ -287,7 +287,7 @@ class PostgresDatabase:
                 try:
                     yield conn
                 except BaseException:
-                    await _quietly_rolled_back(conn)
+                    await conn.rollback()  # never raises: one that cannot be done closes the connection
                     raise
                 await conn.commit()
             finally:
@@ -330,10 +330,3 @@ def _discard(raw: asyncpg.Connection) -> None:
     """Close a connection at once (a closed one the pool took back already is left alone)."""
     with contextlib.suppress(asyncpg.InterfaceError):
         raw.terminate()
-
-
-async def _quietly_rolled_back(conn: DriverConnection) -> None:
-    """Roll back after an error without hiding it (a ROLLBACK the server refuses leaves the
-    connection in a transaction, and :meth:`PostgresDatabase.release` closes it)."""
-    with contextlib.suppress(PortError):
-        await conn.rollback()

@@ -12,7 +12,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import (
     PARTNER_CLIENT_SECRET,
@@ -152,29 +151,25 @@ class PostgresPartnerRepository(PartnerRepository):
             "records_path": partner.records_path,
             "created_at": partner.created_at,
         }
-        async with db_errors():
-            row = (await self.session.execute(_ADD_PARTNER, params)).first()
+        row = (await self.session.execute(_ADD_PARTNER, params)).first()
         return row is not None
 
     async def get(self, partner_id: UUID) -> Partner | None:
-        async with db_errors():
-            row = (await self.session.execute(_GET_PARTNER, {"id": partner_id})).mappings().first()
+        row = (await self.session.execute(_GET_PARTNER, {"id": partner_id})).mappings().first()
         return self._partner(row) if row else None
 
     async def get_many(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner]:
         if not partner_ids:
             return {}
-        async with db_errors():
-            rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
-            partners = [self._partner(row) for row in rows]
+        rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+        partners = [self._partner(row) for row in rows]
         return {p.id: p for p in partners}
 
     async def load_for_sending(self, partner_ids: Collection[UUID]) -> dict[UUID, Partner | UnusablePartner]:
         if not partner_ids:
             return {}
-        async with db_errors():
-            rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
-            partners = [usable_partner_from_row(row, self.session.cipher) for row in rows]
+        rows = (await self.session.execute(_GET_PARTNERS, {"ids": list(set(partner_ids))})).mappings()
+        partners = [usable_partner_from_row(row, self.session.cipher) for row in rows]
         return {p.id: p for p in partners}
 
     async def list_page(self, keyset: Keyset) -> KeysetPage[Partner]:
@@ -183,17 +178,15 @@ class PostgresPartnerRepository(PartnerRepository):
         if keyset.after is not None:
             bound = "WHERE (name, id) > (:after_name, :after_id)"
             params["after_name"], params["after_id"] = keyset.after
-        async with db_errors():
-            rows = (await self.session.execute(text(_PARTNERS_PAGE.format(after=bound)), params)).mappings()
-            items = [self._partner(row) for row in rows]
+        rows = (await self.session.execute(text(_PARTNERS_PAGE.format(after=bound)), params)).mappings()
+        items = [self._partner(row) for row in rows]
         return keyset_page(items, keyset, lambda partner: (partner.name, partner.id))
 
     async def list(self, page: PageRequest) -> Page[Partner]:
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT_PARTNERS)).scalar_one()
-            rows = (await conn.execute(_LIST_PARTNERS, {"limit": page.per_page, "offset": page.offset})).mappings()
-            items = [self._partner(row) for row in rows]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT_PARTNERS)).scalar_one()
+        rows = (await conn.execute(_LIST_PARTNERS, {"limit": page.per_page, "offset": page.offset})).mappings()
+        items = [self._partner(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
 
@@ -202,20 +195,18 @@ class PostgresTransactionRepository(TransactionRepository):
         self.session = session
 
     async def add(self, transaction: ExchangeTransaction) -> None:
-        async with db_errors():
-            await self.session.execute(
-                _ADD_TRANSACTION,
-                {
-                    "id": transaction.id,
-                    "payload": seal_json(self.session.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload),
-                    "created_by": transaction.created_by,
-                    "created_at": transaction.created_at,
-                },
-            )
+        await self.session.execute(
+            _ADD_TRANSACTION,
+            {
+                "id": transaction.id,
+                "payload": seal_json(self.session.cipher, TRANSACTION_PAYLOAD, transaction.id, transaction.payload),
+                "created_by": transaction.created_by,
+                "created_at": transaction.created_at,
+            },
+        )
 
     async def get(self, transaction_id: UUID) -> ExchangeTransaction | None:
-        async with db_errors():
-            row = (await self.session.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
+        row = (await self.session.execute(_GET_TRANSACTION, {"id": transaction_id})).mappings().first()
         if row is None:
             return None
         payload = unseal_json(self.session.cipher, TRANSACTION_PAYLOAD, row["id"], row["payload"])
@@ -225,5 +216,4 @@ class PostgresTransactionRepository(TransactionRepository):
 
     async def purge_delivered(self, older_than: timedelta, limit: int) -> int:
         params = {"age": older_than.total_seconds(), "limit": limit}
-        async with db_errors():
-            return int((await self.session.execute(PURGE_DELIVERED, params)).scalar_one())
+        return int((await self.session.execute(PURGE_DELIVERED, params)).scalar_one())

@@ -18,7 +18,6 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.sealed_fields import RESPONSE_BODY
@@ -250,19 +249,18 @@ class PostgresIdempotencySlots(IdempotencySlots):
             if response.body
             else None
         )
-        async with db_errors():
-            done = (
-                await conn.execute(
-                    _FINALIZE_SUCCEEDED,
-                    {
-                        "cache_key": cache_key,
-                        "token": token,
-                        "status_code": response.status_code,
-                        "headers": [list(pair) for pair in response.headers],
-                        "body": body,
-                        "body_too_large": response.body_too_large,
-                    },
-                )
-            ).first()
-            if done is None:
-                raise ClaimLost("the idempotency claim was recovered by another request before finalize")
+        done = (
+            await conn.execute(
+                _FINALIZE_SUCCEEDED,
+                {
+                    "cache_key": cache_key,
+                    "token": token,
+                    "status_code": response.status_code,
+                    "headers": [list(pair) for pair in response.headers],
+                    "body": body,
+                    "body_too_large": response.body_too_large,
+                },
+            )
+        ).first()
+        if done is None:
+            raise ClaimLost("the idempotency claim was recovered by another request before finalize")

@@ -13,7 +13,6 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
 from craig.adapters.postgres.database import PostgresDatabase, json_value
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.events import EventEnvelope
@@ -165,13 +164,11 @@ class PostgresInboxRepository(InboxRepository):
         self.session = session
 
     async def begin_attempt(self, consumer: str, envelope: EventEnvelope, queue: str) -> InboxRecord:
-        async with db_errors():
-            row = (await self.session.execute(_BEGIN, _params(consumer, envelope, queue))).mappings().one()
+        row = (await self.session.execute(_BEGIN, _params(consumer, envelope, queue))).mappings().one()
         return _record(row)
 
     async def mark_processed(self, consumer: str, event_id: UUID) -> None:
-        async with db_errors():
-            await self.session.execute(_PROCESSED, {"consumer": consumer, "event_id": event_id})
+        await self.session.execute(_PROCESSED, {"consumer": consumer, "event_id": event_id})
 
     async def record_failure(
         self, consumer: str, event_id: UUID, error: str, *, retry_in: timedelta | None
@@ -182,13 +179,11 @@ class PostgresInboxRepository(InboxRepository):
             "error": error,
             "retry_in": None if retry_in is None else retry_in.total_seconds(),
         }
-        async with db_errors():
-            row = (await self.session.execute(_FAILURE, params)).mappings().one()
+        row = (await self.session.execute(_FAILURE, params)).mappings().one()
         return _record(row)
 
     async def reset_for_replay(self, consumer: str, event_id: UUID) -> bool:
-        async with db_errors():
-            row = (await self.session.execute(_RESET, {"consumer": consumer, "event_id": event_id})).first()
+        row = (await self.session.execute(_RESET, {"consumer": consumer, "event_id": event_id})).first()
         return row is not None
 
 

@@ -14,7 +14,6 @@ from uuid import UUID
 from sqlalchemy import text
 
 from craig.adapters.intake_codec import referral_columns, referral_from_columns
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.intake import Referral
 from craig.domain.keyset import Keyset, KeysetPage, keyset_page
@@ -77,12 +76,10 @@ class PostgresReferralRepository(ReferralRepository):
 
     async def add(self, referral: Referral) -> None:
         columns = referral_columns(self.session.cipher, referral)
-        async with db_errors():
-            await self.session.execute(_INSERT, columns)
+        await self.session.execute(_INSERT, columns)
 
     async def _one(self, statement: Any, referral_id: UUID) -> Referral | None:
-        async with db_errors():
-            row = (await self.session.execute(statement, {"id": referral_id})).mappings().first()
+        row = (await self.session.execute(statement, {"id": referral_id})).mappings().first()
         return referral_from_columns(self.session.cipher, row) if row else None
 
     async def get(self, referral_id: UUID) -> Referral | None:
@@ -92,8 +89,7 @@ class PostgresReferralRepository(ReferralRepository):
         return await self._one(_GET_FOR_UPDATE, referral_id)
 
     async def save_screening(self, referral: Referral) -> None:
-        async with db_errors():
-            await self.session.execute(_SAVE, referral_columns(self.session.cipher, referral))
+        await self.session.execute(_SAVE, referral_columns(self.session.cipher, referral))
 
     async def queue(self, query: ReferralQuery, keyset: Keyset) -> KeysetPage[Referral]:
         where = ["status = :status"]
@@ -111,14 +107,12 @@ class PostgresReferralRepository(ReferralRepository):
             f"SELECT {_COLUMNS} FROM referrals WHERE {' AND '.join(where)} "
             "ORDER BY priority_rank, received_at, id LIMIT :limit"
         )
-        async with db_errors():
-            rows = (await self.session.execute(statement, params)).mappings().all()
+        rows = (await self.session.execute(statement, params)).mappings().all()
         items = [referral_from_columns(self.session.cipher, row) for row in rows]
         return keyset_page(items, keyset, queue_key)
 
     async def backlog(self, times: ResponseTimes, now: datetime) -> Sequence[QueueBacklog]:
-        async with db_errors():
-            rows = (await self.session.execute(_BACKLOG, _due_params(times, now))).mappings().all()
+        rows = (await self.session.execute(_BACKLOG, _due_params(times, now))).mappings().all()
         found = {row["priority_rank"]: row for row in rows}
         backlog = []
         for rank in range(len(PRIORITIES) + 1):

@@ -32,7 +32,6 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.database import DriverConnection, PostgresDatabase, json_value
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks, stage_params
 from craig.adapters.postgres.session import PostgresSession
@@ -184,25 +183,23 @@ class PostgresOutboxWriter(OutboxWriter):
 
     async def stage(self, envelope: EventEnvelope) -> None:
         envelope = stamped(envelope)  # the request's id and trace context (craig.adapters.telemetry)
-        async with db_errors():
-            await self.session.execute(
-                _STAGE,
-                {
-                    "id": envelope.id,
-                    "envelope": envelope.to_json(),
-                    "event_type": envelope.type,
-                    "aggregate_type": envelope.aggregate_type,
-                    "aggregate_id": envelope.aggregate_id,
-                },
-            )
+        await self.session.execute(
+            _STAGE,
+            {
+                "id": envelope.id,
+                "envelope": envelope.to_json(),
+                "event_type": envelope.type,
+                "aggregate_type": envelope.aggregate_type,
+                "aggregate_id": envelope.aggregate_id,
+            },
+        )
 
     async def stage_many(self, envelopes: Sequence[EventEnvelope]) -> None:
         if len(envelopes) <= 1:
             for envelope in envelopes:
                 await self.stage(envelope)
             return
-        async with db_errors():
-            await self.session.execute(_STAGE_MANY, stage_params(envelopes))
+        await self.session.execute(_STAGE_MANY, stage_params(envelopes))
 
 
 class _PostgresBatch(OutboxBatch):
@@ -216,20 +213,18 @@ class _PostgresBatch(OutboxBatch):
 
     async def mark_published(self, ids: Sequence[UUID]) -> None:
         if ids:
-            async with db_errors():
-                await self._conn.execute(_MARK_PUBLISHED, {"ids": list(ids)})
+            await self._conn.execute(_MARK_PUBLISHED, {"ids": list(ids)})
 
     async def mark_failed(self, failures: Sequence[PublishFailure]) -> None:
         if failures:
-            async with db_errors():
-                await self._conn.execute(
-                    _MARK_FAILED,
-                    {
-                        "ids": [f.id for f in failures],
-                        "errors": [f.error for f in failures],  # cut by the relay
-                        "delays": [f.retry_in.total_seconds() for f in failures],
-                    },
-                )
+            await self._conn.execute(
+                _MARK_FAILED,
+                {
+                    "ids": [f.id for f in failures],
+                    "errors": [f.error for f in failures],  # cut by the relay
+                    "delays": [f.retry_in.total_seconds() for f in failures],
+                },
+            )
 
 
 class PostgresOutboxRelayStore(OutboxRelayStore):

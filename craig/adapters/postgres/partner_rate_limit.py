@@ -14,7 +14,6 @@ from uuid import UUID
 
 from sqlalchemy import text
 
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.send_job_pass import RESERVE_CTES
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain import partner_rate_limit as gcra
@@ -45,12 +44,11 @@ class PostgresPartnerRateLimits(PartnerRateLimits):
             "max_wait": max_wait.total_seconds(),
             "interval": interval.total_seconds(),
         }
-        async with db_errors():
-            conn = await self.session.connection()
+        conn = await self.session.connection()
+        row = (await conn.execute(_RESERVE, params)).first()
+        if row is None:  # first use of this key
+            await conn.execute(_CREATE, {"key": key})
             row = (await conn.execute(_RESERVE, params)).first()
-            if row is None:  # first use of this key
-                await conn.execute(_CREATE, {"key": key})
-                row = (await conn.execute(_RESERVE, params)).first()
         assert row is not None
         granted, first_wait = int(row[0]), timedelta(seconds=max(0.0, float(row[1])))
         return gcra.reservations(granted, count, first_wait, interval)

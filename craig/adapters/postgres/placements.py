@@ -15,7 +15,6 @@ from uuid import UUID
 
 from sqlalchemy import text
 
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.placement_rows import (
     HOME_COLUMNS,
     PLACEMENT_COLUMNS,
@@ -103,8 +102,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
         self.session = session
 
     async def _one(self, statement: Any, params: Mapping[str, Any]) -> FosterHome | None:
-        async with db_errors():
-            row = (await self.session.execute(statement, params)).mappings().first()
+        row = (await self.session.execute(statement, params)).mappings().first()
         return home_from_row(row) if row else None
 
     async def add(self, home: FosterHome) -> None:
@@ -116,8 +114,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
             "created_by": home.created_by,
             "created_at": home.created_at,
         }
-        async with db_errors():
-            await self.session.execute(_INSERT_HOME, params)
+        await self.session.execute(_INSERT_HOME, params)
 
     async def get(self, home_id: UUID) -> FosterHome | None:
         return await self._one(_GET_HOME, {"id": home_id})
@@ -141,8 +138,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
             "status": home.status.value,
             "version": home.version,
         }
-        async with db_errors():
-            await self.session.execute(_UPDATE_HOME, params)
+        await self.session.execute(_UPDATE_HOME, params)
 
     async def list_page(self, keyset: Keyset) -> KeysetPage[FosterHome]:
         params: dict[str, Any] = {"limit": keyset.limit + 1}
@@ -150,8 +146,7 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
         if keyset.after is not None:
             where = "WHERE (name, id) > (:after_name, :after_id)"
             params["after_name"], params["after_id"] = keyset.after
-        async with db_errors():
-            rows = (await self.session.execute(text(_HOMES_PAGE.format(where=where)), params)).mappings().all()
+        rows = (await self.session.execute(text(_HOMES_PAGE.format(where=where)), params)).mappings().all()
         return keyset_page([home_from_row(row) for row in rows], keyset, home_key)
 
     async def adjust_occupancy(self, home_id: UUID, delta: int) -> FosterHome:
@@ -161,19 +156,17 @@ class PostgresFosterHomeRepository(FosterHomeRepository):
         return home
 
     async def list_by_name(self, page: PageRequest) -> Page[FosterHome]:
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT_HOMES)).mappings().one()["homes"]
-            rows = await conn.execute(_LIST_HOMES, {"limit": page.per_page, "offset": page.offset})
-            items = [home_from_row(row) for row in rows.mappings()]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT_HOMES)).mappings().one()["homes"]
+        rows = await conn.execute(_LIST_HOMES, {"limit": page.per_page, "offset": page.offset})
+        items = [home_from_row(row) for row in rows.mappings()]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     async def stats(self, sample: int) -> FosterHomeStats:
-        async with db_errors():
-            conn = await self.session.connection()
-            counts = (await conn.execute(_COUNT_HOMES)).mappings().one()
-            full = [home_from_row(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
-            drifted = [row[0] for row in await conn.execute(_DRIFTED_HOMES)]
+        conn = await self.session.connection()
+        counts = (await conn.execute(_COUNT_HOMES)).mappings().one()
+        full = [home_from_row(row) for row in (await conn.execute(_FULL_HOMES, {"limit": sample})).mappings()]
+        drifted = [row[0] for row in await conn.execute(_DRIFTED_HOMES)]
         return FosterHomeStats(homes=counts["homes"], at_capacity=counts["full"], full_homes=full, drifted=drifted)
 
 
@@ -182,13 +175,11 @@ class PostgresPlacementRepository(PlacementRepository):
         self.session = session
 
     async def _one(self, statement: Any, placement_id: UUID) -> Placement | None:
-        async with db_errors():
-            row = (await self.session.execute(statement, {"id": placement_id})).mappings().first()
+        row = (await self.session.execute(statement, {"id": placement_id})).mappings().first()
         return placement_from_row(row) if row else None
 
     async def add(self, placement: Placement) -> None:
-        async with db_errors():
-            await self.session.execute(_INSERT_PLACEMENT, placement_params(placement))
+        await self.session.execute(_INSERT_PLACEMENT, placement_params(placement))
 
     async def get(self, placement_id: UUID) -> Placement | None:
         return await self._one(_GET_PLACEMENT, placement_id)
@@ -197,27 +188,23 @@ class PostgresPlacementRepository(PlacementRepository):
         return await self._one(_LOCK_PLACEMENT, placement_id)
 
     async def update(self, placement: Placement) -> None:
-        async with db_errors():
-            row = (await self.session.execute(_UPDATE_PLACEMENT, placement_params(placement))).first()
+        row = (await self.session.execute(_UPDATE_PLACEMENT, placement_params(placement))).first()
         if row is None:
             raise UnknownPlacement(placement.id)
 
     async def count_active_in(self, home_id: UUID) -> int:
-        async with db_errors():
-            return int((await self.session.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())
+        return int((await self.session.execute(_COUNT_ACTIVE, {"id": home_id})).scalar_one())
 
     async def count_active_for_case(self, case_id: UUID) -> int:
-        async with db_errors():
-            return int((await self.session.execute(_COUNT_ACTIVE_FOR_CASE, {"id": case_id})).scalar_one())
+        return int((await self.session.execute(_COUNT_ACTIVE_FOR_CASE, {"id": case_id})).scalar_one())
 
     async def _history(self, where: list[str], params: dict[str, Any], keyset: Keyset) -> KeysetPage[Placement]:
         params = {**params, "limit": keyset.limit + 1}
         if keyset.after is not None:
             where = [*where, "(created_at, id) < (:after_created, :after_id)"]
             params["after_created"], params["after_id"] = keyset.after
-        async with db_errors():
-            statement = text(_HISTORY.format(where=" AND ".join(where)))
-            rows = (await self.session.execute(statement, params)).mappings().all()
+        statement = text(_HISTORY.format(where=" AND ".join(where)))
+        rows = (await self.session.execute(statement, params)).mappings().all()
         return keyset_page([placement_from_row(row) for row in rows], keyset, history_key)
 
     async def list_for_case(self, case_id: UUID, keyset: Keyset) -> KeysetPage[Placement]:

@@ -11,7 +11,6 @@ from uuid import UUID
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import JSONB
 
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.session import PostgresSession
 from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
@@ -70,23 +69,20 @@ class PostgresRuleSetRepository(RuleSetRepository):
     async def add_version(
         self, name: str, document: Sequence[Mapping[str, Any]], created_by: UUID, created_at: datetime
     ) -> int:
-        async with db_errors():
-            conn = await self.session.connection()
-            await conn.execute(_LOCK_NAME, {"name": name})
-            result = await conn.execute(
-                _INSERT,
-                {"name": name, "rules": list(document), "created_by": created_by, "created_at": created_at},
-            )
-            return int(result.scalar_one())
+        conn = await self.session.connection()
+        await conn.execute(_LOCK_NAME, {"name": name})
+        result = await conn.execute(
+            _INSERT,
+            {"name": name, "rules": list(document), "created_by": created_by, "created_at": created_at},
+        )
+        return int(result.scalar_one())
 
     async def latest(self, name: str) -> RuleSet | None:
-        async with db_errors():
-            row = (await self.session.execute(_LATEST, {"name": name})).mappings().first()
+        row = (await self.session.execute(_LATEST, {"name": name})).mappings().first()
         return _rule_set(row) if row else None
 
     async def get(self, name: str, version: int) -> RuleSet | None:
-        async with db_errors():
-            row = (await self.session.execute(_GET, {"name": name, "version": version})).mappings().first()
+        row = (await self.session.execute(_GET, {"name": name, "version": version})).mappings().first()
         return _rule_set(row) if row else None
 
     async def latest_page(self, keyset: Keyset) -> KeysetPage[RuleSetSummary]:
@@ -95,33 +91,31 @@ class PostgresRuleSetRepository(RuleSetRepository):
         if keyset.after is not None:
             bound = "WHERE name > :after_name"
             (params["after_name"],) = keyset.after
-        async with db_errors():
-            rows = (await self.session.execute(text(_LATEST_PAGE.format(after=bound)), params)).mappings()
-            items = [
-                RuleSetSummary(
-                    name=r["name"],
-                    version=r["version"],
-                    rule_count=r["rule_count"],
-                    created_by=r["created_by"],
-                    created_at=r["created_at"],
-                )
-                for r in rows
-            ]
+        rows = (await self.session.execute(text(_LATEST_PAGE.format(after=bound)), params)).mappings()
+        items = [
+            RuleSetSummary(
+                name=r["name"],
+                version=r["version"],
+                rule_count=r["rule_count"],
+                created_by=r["created_by"],
+                created_at=r["created_at"],
+            )
+            for r in rows
+        ]
         return keyset_page(items, keyset, lambda summary: (summary.name,))
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
-        async with db_errors():
-            conn = await self.session.connection()
-            total = (await conn.execute(_COUNT)).scalar_one()
-            rows = (await conn.execute(_LIST, {"limit": page.per_page, "offset": page.offset})).mappings()
-            items = [
-                RuleSetSummary(
-                    name=r["name"],
-                    version=r["version"],
-                    rule_count=r["rule_count"],
-                    created_by=r["created_by"],
-                    created_at=r["created_at"],
-                )
-                for r in rows
-            ]
+        conn = await self.session.connection()
+        total = (await conn.execute(_COUNT)).scalar_one()
+        rows = (await conn.execute(_LIST, {"limit": page.per_page, "offset": page.offset})).mappings()
+        items = [
+            RuleSetSummary(
+                name=r["name"],
+                version=r["version"],
+                rule_count=r["rule_count"],
+                created_by=r["created_by"],
+                created_at=r["created_at"],
+            )
+            for r in rows
+        ]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)

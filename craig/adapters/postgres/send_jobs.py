@@ -20,7 +20,6 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.counts import BoundedCount
-from craig.adapters.postgres.errors import db_errors
 from craig.adapters.postgres.send_job_pass import (
     CLAIM_SET,
     COLUMNS,
@@ -149,15 +148,13 @@ class PostgresSendJobRepository(SendJobRepository):
         self.session = session
 
     async def _rows(self, statement: Any, params: Mapping[str, Any]) -> list[SendJob]:
-        async with db_errors():
-            result = await self.session.execute(statement, params)
-            return [job_from_row(row, self.session.cipher) for row in result.mappings()]
+        result = await self.session.execute(statement, params)
+        return [job_from_row(row, self.session.cipher) for row in result.mappings()]
 
     async def add_many(self, jobs: Sequence[SendJob]) -> None:
         if not jobs:
             return
-        async with db_errors():
-            await self.session.execute(_ADD, add_params(jobs, self.session.cipher))
+        await self.session.execute(_ADD, add_params(jobs, self.session.cipher))
 
     async def get(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_GET, {"id": job_id})
@@ -182,19 +179,17 @@ class PostgresSendJobRepository(SendJobRepository):
 
     async def defer(self, job: SendJob, wait: timedelta) -> bool:
         params = {"id": job.id, "token": job.lease_token, "wait": wait.total_seconds()}
-        async with db_errors():
-            return (await self.session.execute(_DEFER, params)).first() is not None
+        return (await self.session.execute(_DEFER, params)).first() is not None
 
     async def retry_failed(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_RETRY_FAILED, {"id": job_id})
         return rows[0] if rows else None
 
     async def stats(self) -> SendJobStats:
-        async with db_errors():
-            conn = await self.session.connection()
-            live = (await conn.execute(_LIVE_STATS)).mappings().one()
-            counts = {str(JobStatus.PENDING): live["pending"], str(JobStatus.IN_FLIGHT): live["in_flight"]}
-            for status, count in _HISTORY_COUNTS.items():
-                counts[str(status)] = await count.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
+        conn = await self.session.connection()
+        live = (await conn.execute(_LIVE_STATS)).mappings().one()
+        counts = {str(JobStatus.PENDING): live["pending"], str(JobStatus.IN_FLIGHT): live["in_flight"]}
+        for status, count in _HISTORY_COUNTS.items():
+            counts[str(status)] = await count.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
         by_status = {status: n for status, n in counts.items() if n}
         return SendJobStats(by_status=by_status, oldest_due_at=live["oldest_due"], now=live["db_now"])
