@@ -35,11 +35,18 @@ SEND_JOB_PAYLOAD = EncryptedColumn("exchange_send_jobs", "id", "payload", plaint
 RESPONSE_BODY = EncryptedColumn("idempotency_responses", "cache_key", "body", binary=True, plaintext_history=True)
 
 
+#: JSON values that hold no text: nothing to look into.
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _refuse_nul(value: Any) -> None:
-    if isinstance(value, str):
+    kind = type(value)  # exact types first: the ABC checks below cost several times more
+    if kind in _SCALARS:
+        return
+    if kind is str or isinstance(value, str):
         if "\x00" in value:
             raise InvalidData("text cannot contain the NUL character (0x00)")
-    elif isinstance(value, Mapping):
+    elif kind is dict or isinstance(value, Mapping):
         for key, item in value.items():
             _refuse_nul(key)
             _refuse_nul(item)

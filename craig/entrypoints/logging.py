@@ -25,6 +25,7 @@ from __future__ import annotations
 import json as stdlib_json
 import logging
 import sys
+import time
 from typing import Any
 
 import msgspec
@@ -62,6 +63,23 @@ class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass  # a broken stream loses the line, never the request
 
 
+_second: tuple[int, str] = (-1, "")
+
+
+def utc_timestamp(_logger: Any, _method: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    """A log processor: the line's ``timestamp``, ISO 8601 in UTC with microseconds
+    (``2026-12-06T05:34:39.123456Z``, always six digits). The date and time of day are formatted
+    once a second, not once a line (about half of what ``datetime.now().isoformat()`` costs);
+    the second and its text are kept as one tuple, so a thread never pairs one with the other's."""
+    global _second
+    second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)  # integers: no float rounding
+    cached = _second
+    if cached[0] != second:
+        cached = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    event["timestamp"] = f"{cached[1]}.{nanoseconds // 1000:06d}Z"
+    return event
+
+
 def _shared() -> list[structlog.types.Processor]:
     """What every line gets, whether it came through structlog or the standard library."""
     return [
@@ -69,7 +87,7 @@ def _shared() -> list[structlog.types.Processor]:
         add_request_id,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
+        utc_timestamp,
         structlog.processors.StackInfoRenderer(),
     ]
 

@@ -99,3 +99,32 @@ def test_a_json_line_is_ascii_and_carries_ids_and_times_as_text(capsys: pytest.C
     first, second = json_lines(raw)
     assert first["case_id"] == str(case) and first["at"].startswith("2026-01-02T00:00:00") and first["name"] == "Zoë"
     assert second["counts"] == {"1": "x"} and second["thing"].startswith("<object object")
+
+
+def test_the_timestamp_is_utc_with_six_digits_of_microseconds_and_follows_the_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from craig.entrypoints import logging as craig_logs
+
+    clock = iter(
+        [1_796_534_079_000_001_999, 1_796_534_079_999_999_999, 1_796_534_080_000_000_000, 1_796_534_079_5 * 10**8]
+    )
+    monkeypatch.setattr(craig_logs.time, "time_ns", lambda: next(clock))
+    stamps = [craig_logs.utc_timestamp(None, "info", {})["timestamp"] for _ in range(4)]
+    assert stamps == [
+        "2026-12-06T05:14:39.000001Z",
+        "2026-12-06T05:14:39.999999Z",
+        "2026-12-06T05:14:40.000000Z",  # a new second is formatted anew, not taken from the last one
+        "2026-12-06T05:14:39.500000Z",  # and a clock stepped back too
+    ]
+    for stamp in stamps:
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
+def test_the_timestamp_is_the_wall_clock_now() -> None:
+    from craig.entrypoints.logging import utc_timestamp
+
+    before = datetime.now(UTC)
+    stamped = datetime.fromisoformat(utc_timestamp(None, "info", {})["timestamp"])
+    after = datetime.now(UTC)
+    assert before - timedelta(microseconds=1) <= stamped <= after + timedelta(microseconds=1)

@@ -52,3 +52,35 @@ def test_outside_any_span_there_is_no_trace_context_to_carry() -> None:
 )
 def test_only_a_well_formed_traceparent_is_continued(value: object, sane: bool) -> None:
     assert (sane_traceparent(value) is not None) is sane
+
+
+CARRIED = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.mark.parametrize("parent", [CARRIED, {"traceparent": CARRIED}])
+def test_a_carried_trace_context_is_current_inside_the_span_even_when_nothing_records(parent: object) -> None:
+    with span("continues the carried trace", parent=parent):  # type: ignore[arg-type]
+        inside = current_traceparent()
+    assert inside is not None and inside.split("-")[1] == CARRIED.split("-")[1]
+    assert current_traceparent() is None  # and only inside it
+
+
+def test_an_invalid_parent_or_none_leaves_the_context_as_it_is() -> None:
+    for parent in (None, "garbage", {"traceparent": "garbage"}, {}):
+        with span("nothing to continue", parent=parent) as current:
+            assert current_traceparent() is None and current.headers == {}
+
+
+def test_originating_binds_a_request_id_for_the_block_and_restores_the_one_outside() -> None:
+    from craig.adapters.telemetry import origin_request_id, originating
+
+    with originating("outer"):
+        with originating(None):
+            assert origin_request_id() == "outer"  # None binds nothing new
+        with originating("inner"):
+            assert origin_request_id() == "inner"
+        assert origin_request_id() == "outer"
+        with pytest.raises(RuntimeError), originating("failing"):
+            raise RuntimeError
+        assert origin_request_id() == "outer"
+    assert origin_request_id() is None

@@ -53,7 +53,6 @@ _B64URL_VALUES = {
 }
 #: By the length of the last group (2 or 3 characters): the bits of its last character left over.
 _UNUSED_BITS = {2: 0b1111, 3: 0b11}
-_TO_STANDARD_ALPHABET = str.maketrans("-_", "+/")
 
 
 class KeyLoadError(ValueError):
@@ -132,7 +131,8 @@ def _strict_b64url(data: str) -> bytes:
     # or two spellings would decode alike.
     if tail and _B64URL_VALUES[data[-1]] & _UNUSED_BITS[tail]:
         raise ValueError("encrypted field value is not canonical base64url")
-    return binascii.a2b_base64(data.translate(_TO_STANDARD_ALPHABET) + "=" * (-tail % 4))
+    # Two replaces: several times faster than str.translate on values of this size.
+    return binascii.a2b_base64(data.replace("-", "+").replace("_", "/") + "=" * (-tail % 4))
 
 
 class FieldEncryptor(FieldCipher, Rekeyer):

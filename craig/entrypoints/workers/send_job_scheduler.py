@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import attrs
 import structlog
 
-from craig.adapters.telemetry import originating, span
+from craig.adapters.telemetry import originating, recording, span
 from craig.domain.constants import (
     SEND_BUSY_RETRY_DELAY,
     SEND_DEADLINE_CHECK_INTERVAL,
@@ -251,10 +251,9 @@ class SendJobScheduler:
         The dispatch runs bound to the request that made the job (its log lines carry that
         ``request_id``) in a ``send job`` span that continues the job's trace context."""
         job = claim.job
-        attributes: dict[str, str | int | float | bool] = {
-            "craig.send_job.id": str(job.id),
-            "craig.send_job.attempt": job.attempts,
-        }
+        attributes: dict[str, str | int | float | bool] | None = None
+        if recording():  # only a recorded span keeps them
+            attributes = {"craig.send_job.id": str(job.id), "craig.send_job.attempt": job.attempts}
         with (
             originating(job.origin_request_id),
             span("send job", parent=job.traceparent, attributes=attributes) as current,
