@@ -77,5 +77,8 @@ def rabbit_available() -> bool:
         return sock.connect_ex(("127.0.0.1", 5672)) == 0
 
 
-#: Benchmarks encrypt sensitive fields as production does (a throw-away key).
-BENCH_CIPHER = FieldEncryptor.from_setting(base64.b64encode(os.urandom(32)).decode())
+#: Benchmarks encrypt sensitive fields as production does, with a throw-away key made by the first
+#: process of a run and inherited by the processes it starts (which read what it wrote).
+BENCH_CIPHER = FieldEncryptor.from_setting(
+    os.environ.setdefault("CRAIG_BENCH_FIELD_KEY", base64.b64encode(os.urandom(32)).decode())
+)

@@ -178,8 +178,9 @@ STAGED_AGGREGATES = """unnest(CAST(:event_jobs AS uuid[]), CAST(:aggregate_types
                       CAST(:aggregate_ids AS text[])) AS a(job_id, t, i)
                 WHERE a.job_id IN (SELECT id FROM recorded)"""
 #: Record, stage (under the aggregates' locks), claim, reserve. One row per claimed job (one row
-#: of NULLs when none), each with the arrays of the recorded and the busy outcomes' ids and its
-#: partner's grant (``granted`` NULL: the partner has no rate-limit row yet).
+#: of NULLs when none), each with its partner's grant (``granted`` NULL: the partner has no
+#: rate-limit row yet); exactly one of the rows (see :func:`pass_header`) also carries the arrays
+#: of the recorded and the busy outcomes' ids, the others NULL there (sent once, not once a row).
 PASS = RawStatement(
     f"""
     WITH present AS (
@@ -219,14 +220,24 @@ PASS = RawStatement(
          WHERE (SELECT count(*) FROM staged) >= 0
          GROUP BY c.partner_id, p.rate_limit_rpm
     ), {RESERVE_CTES}
-    SELECT (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) AS recorded,
-           (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free)) AS busy,
+    SELECT CASE WHEN row_number() OVER () = 1
+                THEN (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) END AS recorded,
+           CASE WHEN row_number() OVER () = 1
+                THEN (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free))
+           END AS busy,
            c.*, r.granted, r.first_wait
       FROM (SELECT 1) AS one
       LEFT JOIN claimed c ON true
       LEFT JOIN reserved r ON r.key = c.partner_id
     """
 )
+
+
+def pass_header(rows: Sequence[Mapping[str, Any]]) -> tuple[frozenset[Any], frozenset[Any]]:
+    """The ids of the recorded and of the busy outcomes, from the one row of :data:`PASS`'s
+    result that carries them."""
+    header = next(row for row in rows if row["recorded"] is not None)
+    return frozenset(header["recorded"]), frozenset(header["busy"])
 
 
 def pass_params(

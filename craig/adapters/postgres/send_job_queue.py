@@ -35,7 +35,14 @@ from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.exchange import GET_PARTNERS, usable_partner_from_row
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.raw import DedicatedConnection, RawStatement
-from craig.adapters.postgres.send_job_pass import GIVE_BACK, PASS, PLANNER_SETTINGS, job_from_row, pass_params
+from craig.adapters.postgres.send_job_pass import (
+    GIVE_BACK,
+    PASS,
+    PLANNER_SETTINGS,
+    job_from_row,
+    pass_header,
+    pass_params,
+)
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.adapters.send_job_queue import SEND_JOBS_CHANNEL, JobWake, by_partner
 from craig.domain import partner_rate_limit as gcra
@@ -88,7 +95,7 @@ class PostgresSendJobQueue(SendJobQueue):
         if claim > 0:
             self._wake.clear()
         rows = await self._conn.fetch(PASS, pass_params(outcomes, claim, lease, max_rate_wait))
-        recorded, busy = frozenset(rows[0]["recorded"]), frozenset(rows[0]["busy"])
+        recorded, busy = pass_header(rows)
         claimed = [row for row in rows if row["id"] is not None]
         try:
             claims = await self._claims(claimed, max_rate_wait)
