@@ -68,12 +68,14 @@ def job_from_row(row: Mapping[Any, Any], cipher: FieldCipher) -> SendJob:
 # --- the claim: ``FOR UPDATE SKIP LOCKED``, leased on the database clock -----------------------
 CLAIM_SET = """status = 'in_flight', attempts = j.attempts + 1, lease_token = j.lease_token + 1,
            lease_expires_at = now() + make_interval(secs => :lease)"""
-DUE = """
+_DUE = """
         SELECT id FROM exchange_send_jobs
-         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL(CAST(:exclude AS uuid[]))
+         WHERE status = 'pending' AND next_attempt_at <= now() AND id <> ALL({exclude})
          ORDER BY next_attempt_at
          LIMIT :limit
            FOR UPDATE SKIP LOCKED"""
+#: Due jobs but those of ``:exclude`` (a ``uuid[]``).
+DUE = _DUE.format(exclude="CAST(:exclude AS uuid[])")
 
 # --- the recording -------------------------------------------------------------------------------
 # The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
@@ -96,9 +98,17 @@ def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[s
         "ids": [job.id for job, _ in outcomes],
         "tokens": [job.lease_token for job, _ in outcomes],
         "statuses": [str(decision.status) for _, decision in outcomes],
-        "retry_ins": [(decision.retry_in or timedelta(0)).total_seconds() for _, decision in outcomes],
-        "errors": [(decision.error or "")[:SEND_JOB_ERROR_MAX_CHARS] or None for _, decision in outcomes],
+        "retry_ins": [_retry_in(decision) for _, decision in outcomes],
+        "errors": [_error(decision) for _, decision in outcomes],
     }
+
+
+def _retry_in(decision: AttemptDecision) -> float:
+    return (decision.retry_in or timedelta(0)).total_seconds()
+
+
+def _error(decision: AttemptDecision) -> str | None:
+    return (decision.error or "")[:SEND_JOB_ERROR_MAX_CHARS] or None
 
 
 # --- the events' outbox rows ---------------------------------------------------------------------
@@ -170,12 +180,20 @@ RESERVE_CTES = """
     )"""
 
 # --- the pass --------------------------------------------------------------------------------------
+#: The pass's outcomes and events arrive as two JSON documents (:func:`pass_params`), not as a
+#: dozen arrays: asyncpg checks and encodes every element of an array parameter one by one, which
+#: cost about a sixth of the worker's CPU per job (counted with ``bench.send_job_cpu``), where
+#: msgspec writes a document in one call.
+_OUTCOMES_DOCUMENT = """jsonb_to_recordset(CAST(:outcomes AS jsonb))
+                   AS o(id uuid, token bigint, status text, retry_in float8, error text)"""
+_EVENTS_DOCUMENT = """ROWS FROM (jsonb_to_recordset(CAST(:events AS jsonb))
+                   AS (job_id uuid, id uuid, envelope jsonb, type text, aggregate_type text, aggregate_id text))
+                   WITH ORDINALITY AS e(job_id, id, envelope, type, aggregate_type, aggregate_id, n)"""
 #: The aggregates of the events of the recorded outcomes: the pass locks them as every outbox
 #: writer does, so an event it stages and one a concurrent transaction stages for the same job
 #: are numbered in commit order. Only the pass that recorded a job stages its event, and it holds
 #: the job's row (``free``), so passes never wait on each other for these locks.
-STAGED_AGGREGATES = """unnest(CAST(:event_jobs AS uuid[]), CAST(:aggregate_types AS text[]),
-                      CAST(:aggregate_ids AS text[])) AS a(job_id, t, i)
+STAGED_AGGREGATES = """(SELECT job_id, aggregate_type AS t, aggregate_id AS i FROM events) AS a
                 WHERE a.job_id IN (SELECT id FROM recorded)"""
 #: Record, stage (under the aggregates' locks), claim, reserve. One row per claimed job (one row
 #: of NULLs when none), each with its partner's grant (``granted`` NULL: the partner has no
@@ -183,29 +201,30 @@ STAGED_AGGREGATES = """unnest(CAST(:event_jobs AS uuid[]), CAST(:aggregate_types
 #: of the recorded and the busy outcomes' ids, the others NULL there (sent once, not once a row).
 PASS = RawStatement(
     f"""
-    WITH present AS (
-        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[]))
+    WITH outcomes AS MATERIALIZED (
+        SELECT * FROM {_OUTCOMES_DOCUMENT}
+    ), events AS MATERIALIZED (
+        SELECT * FROM {_EVENTS_DOCUMENT}
+    ), present AS (
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(ARRAY(SELECT id FROM outcomes))
     ), free AS (
-        SELECT id FROM exchange_send_jobs WHERE id = ANY(CAST(:ids AS uuid[])) FOR UPDATE SKIP LOCKED
+        SELECT id FROM exchange_send_jobs WHERE id = ANY(ARRAY(SELECT id FROM outcomes)) FOR UPDATE SKIP LOCKED
     ), recorded AS (
         UPDATE exchange_send_jobs j
            SET {RECORD_SET}
-          FROM {OUTCOMES}
+          FROM outcomes o
          WHERE {RECORD_WHERE} AND j.id IN (SELECT id FROM free)
         RETURNING j.id
     ), stage_locks AS MATERIALIZED (
         {aggregate_locks(STAGED_AGGREGATES)}
     ), staged AS (
         INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id)
-        SELECT e.id, e.envelope, e.event_type, e.aggregate_type, e.aggregate_id
-          FROM stage_locks,
-               unnest(CAST(:event_jobs AS uuid[]), CAST(:event_ids AS uuid[]), CAST(:envelopes AS jsonb[]),
-                      CAST(:types AS text[]), CAST(:aggregate_types AS text[]), CAST(:aggregate_ids AS text[]))
-               WITH ORDINALITY AS e(job_id, id, envelope, event_type, aggregate_type, aggregate_id, n)
+        SELECT e.id, e.envelope, e.type, e.aggregate_type, e.aggregate_id
+          FROM stage_locks, events e
          WHERE e.job_id IN (SELECT id FROM recorded)
          ORDER BY e.n
         RETURNING 1
-    ), due AS ({DUE}
+    ), due AS ({_DUE.format(exclude="ARRAY(SELECT id FROM outcomes)")}
     ), claimed AS (
         UPDATE exchange_send_jobs j
            SET {CLAIM_SET}
@@ -245,13 +264,25 @@ def pass_params(
 ) -> dict[str, Any]:
     """The parameters of :data:`PASS`: record ``outcomes`` (staging the event of each one
     recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
-    ``max_rate_wait``."""
-    events = [(o.job.id, o.event) for o in outcomes if o.event is not None]
+    ``max_rate_wait``. The outcomes, as :func:`record_params` gives them, and their events, as
+    :func:`stage_params` gives them, go as two JSON documents of one object per row."""
+    recorded = [(o.job, o.decision) for o in outcomes]
+    events = [(o.job.id, stamped(o.event)) for o in outcomes if o.event is not None]
     return {
-        **record_params([(o.job, o.decision) for o in outcomes]),
-        **stage_params([event for _, event in events], as_text=True),
-        "event_jobs": [job_id for job_id, _ in events],
-        "exclude": [o.job.id for o in outcomes],
+        "outcomes": _JSON.encode(
+            [
+                {"id": job.id, "token": job.lease_token, "status": str(decision.status)}
+                | {"retry_in": _retry_in(decision), "error": _error(decision)}
+                for job, decision in recorded
+            ]
+        ).decode(),
+        "events": _JSON.encode(
+            [
+                {"job_id": job_id, "id": e.id, "envelope": e.to_json(), "type": e.type}
+                | {"aggregate_type": e.aggregate_type, "aggregate_id": e.aggregate_id}
+                for job_id, e in events
+            ]
+        ).decode(),
         "limit": claim,
         "lease": lease.total_seconds(),
         "max_wait": max_rate_wait.total_seconds(),
