@@ -162,6 +162,7 @@ async def test_a_relay_killed_mid_batch_loses_nothing(pg_url: str, rabbit_url: s
             pg_url,
             rabbit_url,
             broker_names.events_exchange,
+            broker_names.dlx_exchange,
             broker_names.queue_prefix,
         ],
         stdout=subprocess.PIPE,

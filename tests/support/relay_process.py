@@ -27,10 +27,11 @@ class SlowPublisher(Publisher):
         await asyncio.sleep(0.01)
 
 
-async def main(db_url: str, amqp_url: str, exchange: str, prefix: str) -> None:
+async def main(db_url: str, amqp_url: str, exchange: str, dlx_exchange: str, prefix: str) -> None:
+    """``dlx_exchange``: the test's own (its fixture deletes it afterwards, with the rest)."""
     database = PostgresDatabase(db_url)
     bus = RabbitEventBus(
-        amqp_url, events_exchange=exchange, dlx_exchange=f"{exchange}.dlx", queue_prefix=prefix, instance_id="killme"
+        amqp_url, events_exchange=exchange, dlx_exchange=dlx_exchange, queue_prefix=prefix, instance_id="killme"
     )
     await bus.connect([])
     relay = OutboxRelay(PostgresOutboxRelayStore(database), SlowPublisher(bus), batch_size=100, concurrency=1)
@@ -39,4 +40,4 @@ async def main(db_url: str, amqp_url: str, exchange: str, prefix: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:5]))
+    asyncio.run(main(*sys.argv[1:6]))
