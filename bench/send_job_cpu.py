@@ -16,7 +16,7 @@ pgqueuer's with its ``enqueue``, an empty payload each. Craig's consumers are
 ``bench.send_jobs``'s (the full path with a no-op gateway, logging at ``--log-level`` to
 standard error, which this sends to /dev/null), pgqueuer's ``PgQueuer.run`` with batch 10.
 
-Takes about 3 minutes on 2 cores (valgrind runs a program some 50 times slower). Needs valgrind
+Takes about 4 minutes on 2 cores (valgrind runs a program some 50 times slower). Needs valgrind
 (``apt-get install -y valgrind``).
 """
 
@@ -43,9 +43,7 @@ CONSUMERS = 5
 async def _queue_craig(url: str, jobs: int) -> None:
     database = PostgresDatabase(url, pool_size=2, max_overflow=2)
     try:
-        partners, tx = await send_jobs._craig_setup(database)
-        for start in range(0, jobs, 5000):
-            await send_jobs._craig_enqueue(database, partners, tx, min(5000, jobs - start))
+        await send_jobs.craig_queue(database, jobs)
     finally:
         await database.dispose()
 
@@ -53,39 +51,16 @@ async def _queue_craig(url: str, jobs: int) -> None:
 async def _drain_craig(url: str, jobs: int) -> None:
     database = PostgresDatabase(url, pool_size=2 * CONSUMERS + 2, max_overflow=10)
     try:
-        done = [0]
-        workers = await send_jobs._craig_workers(database, CONSUMERS, SEND_MAX_CONCURRENCY, done)
-        await asyncio.gather(*(w.drain() for w in workers))
-        await asyncio.gather(*(w.aclose() for w in workers))
+        await send_jobs.craig_drain_queued(database, jobs, CONSUMERS, SEND_MAX_CONCURRENCY)
     finally:
         await database.dispose()
-    if done[0] != jobs:
-        raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
-
-
-async def _queue_pgqueuer(url: str, jobs: int) -> None:
-    from pgqueuer.queries import Queries
-
-    admin = Queries(await send_jobs._pgqueuer_connection(url))
-    await admin.install()
-    for start in range(0, jobs, 5000):
-        size = min(5000, jobs - start)
-        await admin.enqueue(["noop"] * size, [b""] * size, [0] * size)
 
 
 async def _drain_pgqueuer(url: str, jobs: int) -> None:
-    from pgqueuer import PgQueuer
-    from pgqueuer.models import Job
     from pgqueuer.types import QueueExecutionMode
 
     done = [0]
-    queuers = [PgQueuer(await send_jobs._pgqueuer_connection(url)) for _ in range(CONSUMERS)]
-    for pgq in queuers:
-
-        @pgq.entrypoint("noop")
-        async def noop(job: Job) -> None:
-            done[0] += 1
-
+    queuers = await send_jobs.pgqueuer_consumers(url, CONSUMERS, done)
     await asyncio.gather(*(pgq.run(batch_size=10, mode=QueueExecutionMode.drain) for pgq in queuers))
     if done[0] != jobs:
         raise RuntimeError(f"pgqueuer drained {done[0]} of {jobs} jobs")
@@ -125,7 +100,7 @@ def _instructions(system: str, url: str, jobs: int, log_level: str, out_dir: Pat
 
 
 def per_job(system: str, server_url: str, small: int, large: int, log_level: str, out_dir: Path) -> float:
-    queue = _queue_craig if system == "craig" else _queue_pgqueuer
+    queue = _queue_craig if system == "craig" else send_jobs.pgqueuer_queue
     totals = {}
     for jobs in (small, large):
         with send_jobs.fresh_database(server_url, migrated=system == "craig") as url:

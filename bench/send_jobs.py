@@ -185,21 +185,31 @@ async def _craig_workers(
     ]
 
 
+async def craig_queue(database: PostgresDatabase, jobs: int) -> None:
+    """Its partners and transaction, then ``jobs`` jobs queued in units of work of 5,000."""
+    partners, tx = await _craig_setup(database)
+    for start in range(0, jobs, 5000):
+        await _craig_enqueue(database, partners, tx, min(5000, jobs - start))
+
+
+async def craig_drain_queued(database: PostgresDatabase, jobs: int, workers: int, concurrency: int) -> float:
+    """Drain the ``jobs`` queued jobs with ``workers`` workers; jobs drained a second."""
+    done = [0]
+    consumers = await _craig_workers(database, workers, concurrency, done)
+    started = time.perf_counter()
+    await asyncio.gather(*(w.drain() for w in consumers))
+    elapsed = time.perf_counter() - started
+    await asyncio.gather(*(w.aclose() for w in consumers))
+    if done[0] != jobs:
+        raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
+    return jobs / elapsed
+
+
 async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
     database = PostgresDatabase(url, pool_size=2 * workers + 2, max_overflow=10)
     try:
-        partners, tx = await _craig_setup(database)
-        for start in range(0, jobs, 5000):
-            await _craig_enqueue(database, partners, tx, min(5000, jobs - start))
-        done = [0]
-        consumers = await _craig_workers(database, workers, concurrency, done)
-        started = time.perf_counter()
-        await asyncio.gather(*(w.drain() for w in consumers))
-        elapsed = time.perf_counter() - started
-        await asyncio.gather(*(w.aclose() for w in consumers))
-        if done[0] != jobs:
-            raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
-        return jobs / elapsed
+        await craig_queue(database, jobs)
+        return await craig_drain_queued(database, jobs, workers, concurrency)
     finally:
         await database.dispose()
 
@@ -260,19 +270,22 @@ async def _pgqueuer_connection(url: str) -> Any:
     return AsyncpgDriver(await asyncpg.connect(libpq_dsn(url)))
 
 
-async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float = 0.0) -> float:
-    from pgqueuer import PgQueuer
-    from pgqueuer.models import Job
+async def pgqueuer_queue(url: str, jobs: int) -> None:
+    """pgqueuer's tables, then ``jobs`` no-op jobs with empty payloads, 5,000 an ``enqueue``."""
     from pgqueuer.queries import Queries
-    from pgqueuer.types import QueueExecutionMode
 
     admin = Queries(await _pgqueuer_connection(url))
     await admin.install()
-    if jobs:
-        for start in range(0, jobs, 5000):
-            size = min(5000, jobs - start)
-            await admin.enqueue(["noop"] * size, [b""] * size, [0] * size)
-    done = [0]
+    for start in range(0, jobs, 5000):
+        size = min(5000, jobs - start)
+        await admin.enqueue(["noop"] * size, [b""] * size, [0] * size)
+
+
+async def pgqueuer_consumers(url: str, workers: int, done: list[int]) -> list[Any]:
+    """``workers`` PgQueuers, one connection each, whose no-op job counts itself in ``done``."""
+    from pgqueuer import PgQueuer
+    from pgqueuer.models import Job
+
     queuers = [PgQueuer(await _pgqueuer_connection(url)) for _ in range(workers)]
     for pgq in queuers:
 
@@ -280,6 +293,16 @@ async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float 
         async def noop(job: Job) -> None:
             done[0] += 1
 
+    return queuers
+
+
+async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float = 0.0) -> float:
+    from pgqueuer.queries import Queries
+    from pgqueuer.types import QueueExecutionMode
+
+    await pgqueuer_queue(url, jobs)  # none in throughput mode: the producer enqueues them
+    done = [0]
+    queuers = await pgqueuer_consumers(url, workers, done)
     mode = QueueExecutionMode.drain if jobs else QueueExecutionMode.continuous
     if jobs:
         started = time.perf_counter()

@@ -170,4 +170,20 @@ async def test_a_bad_value_is_never_quoted_in_the_error(database: PostgresDataba
             await conn.execute(text(f"SELECT {cast}"), {"value": secret})
     told = "".join(traceback.format_exception(caught.value))
     assert secret not in told, told
-    assert "value not shown" in str(caught.value) or "invalid input" in str(caught.value)
+    assert "invalid input" in str(caught.value) and "(value not shown)" in str(caught.value)  # what was wrong, not what
+
+
+async def test_a_statement_outside_the_pool_keeps_a_bad_value_out_of_the_error_too(database: PostgresDatabase) -> None:
+    """The worker loops' own connections (``db_errors``) translate as the pool's do."""
+    from craig.adapters.postgres.errors import db_errors
+
+    secret = "-".join(["JANE", uuid.uuid4().hex[:8]])
+    conn = await database.connect_raw()
+    try:
+        with pytest.raises(InvalidData) as caught:
+            async with db_errors():
+                await conn.fetchval("SELECT CAST(CAST($1 AS text) AS int)", secret)
+    finally:
+        await conn.close()
+    told = "".join(traceback.format_exception(caught.value))
+    assert secret not in told, told

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 
 import pytest
 
+from craig.entrypoints import metrics
 from craig.entrypoints.workers import loop as loop_module
 from craig.entrypoints.workers.loop import Loop
 
@@ -76,5 +78,17 @@ async def test_a_stuck_lane_keeps_the_loop_late_though_the_other_passes() -> Non
     stuck.set()
     await asyncio.sleep(0.05)
     assert "stuck-lane-test" in loop_module.LAST_PASSES
+    stuck_since = loop_module.LAST_PASSES["stuck-lane-test"]
+    stuck.clear()
+    calls = 0  # the next pass of one lane sticks again, while the other keeps passing
+    await asyncio.sleep(0.1)
+    assert calls > 10
+    # The loop still reads as late as its stuck lane, to the health check and to the metric alike.
+    assert loop_module.LAST_PASSES["stuck-lane-test"] <= stuck_since + 0.01
+    gauge = metrics.REGISTRY.get_sample_value(
+        "craig_worker_loop_last_pass_timestamp_seconds", {"loop": "stuck-lane-test"}
+    )
+    assert gauge is not None and gauge <= time.time() - 0.08
+    stuck.set()
     stop.set()
     await asyncio.wait_for(task, 5)

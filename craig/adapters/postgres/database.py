@@ -25,7 +25,7 @@ from sqlalchemy.sql.elements import TextClause
 
 from craig.adapters.postgres import driver
 from craig.adapters.postgres.driver import Result
-from craig.adapters.postgres.errors import TRANSLATED, db_errors, translate
+from craig.adapters.postgres.errors import TRANSLATED, db_errors, port_error
 from craig.adapters.telemetry import child_span_around
 from craig.domain.constants import (
     DATABASE_ACQUIRE_TIMEOUT,
@@ -36,7 +36,7 @@ from craig.domain.constants import (
     DATABASE_PREPARED_STATEMENTS_PER_CONNECTION,
     DATABASE_STATEMENT_TIMEOUT_MS,
 )
-from craig.ports.errors import ConstraintViolation, DatabaseDefect, DatabaseUnavailable, InvalidData, PortError
+from craig.ports.errors import DatabaseDefect, DatabaseUnavailable, PortError
 
 _SELECT_1 = text("SELECT 1")
 
@@ -102,30 +102,31 @@ class DriverConnection:
                 return Result([])
             return await driver.run(self._conn, clause, values)
         except TRANSLATED as error:
-            raise self._failed(error) from _cause(error)
+            raise self._failed(error)  # noqa: B904 -- the cause is set by port_error
 
     async def affected(self, clause: TextClause, values: Any = None) -> int:
         """Run ``clause`` and return how many rows it inserted, changed or deleted."""
         try:
             return await driver.affected(self._conn, clause, values)
         except TRANSLATED as error:
-            raise self._failed(error) from _cause(error)
+            raise self._failed(error)  # noqa: B904 -- the cause is set by port_error
 
     async def _control(self, sql: str) -> str:
         try:
             status: str = await self._conn.execute(sql)
         except TRANSLATED as error:
-            raise self._failed(error) from _cause(error)
+            raise self._failed(error)  # noqa: B904 -- the cause is set by port_error
         return status
 
     def _failed(self, error: BaseException) -> PortError:
-        """The port error for ``error``. When asyncpg lost the connection between two
-        statements, it gave it back to the pool by itself, and every call on it now says so:
-        that is a lost connection (unavailable), unless Craig gave it back itself (a defect)."""
+        """The port error for ``error`` (:func:`port_error`). When asyncpg lost the connection
+        between two statements, it gave it back to the pool by itself, and every call on it now
+        says so: that is a lost connection (unavailable), unless Craig gave it back itself (a
+        defect)."""
+        lost = None
         if isinstance(error, asyncpg.InterfaceError) and not self.released and self._lost():
-            failed: PortError = DatabaseUnavailable(f"the database connection was lost: {error.args[0]}")
-        else:
-            failed = translate(error)
+            lost = DatabaseUnavailable(f"the database connection was lost: {error.args[0]}")
+        failed = port_error(error, lost)
         if isinstance(failed, DatabaseUnavailable):
             _discard(self._conn)
         return failed
@@ -177,14 +178,6 @@ class DriverConnection:
     def raw(self) -> asyncpg.Connection:
         """The asyncpg connection itself (tests, and statements that must not be prepared)."""
         return self._conn
-
-
-def _cause(error: BaseException) -> BaseException | None:
-    """What a port error keeps as its cause: the driver's error, whose text can quote values
-    (a bad value, a row's key in a DETAIL line), is left out where it would: a bad value and a
-    refused constraint are told by the port error's own words, SQLSTATE and constraint name."""
-    translated = translate(error)
-    return None if isinstance(translated, InvalidData | ConstraintViolation) else error
 
 
 class PostgresDatabase:
@@ -250,7 +243,7 @@ class PostgresDatabase:
                 f"(at most {self.max_connections} per process)"
             ) from error
         except TRANSLATED as error:
-            raise translate(error) from error
+            raise port_error(error)  # noqa: B904 -- port_error sets the cause
         return DriverConnection(conn, pool)
 
     async def release(self, conn: DriverConnection) -> None:

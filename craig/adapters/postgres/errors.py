@@ -9,7 +9,7 @@ retry forever.
 A port error's text is the server's message without the DETAIL it may add (which quotes the
 values of a row) and without a value the message quotes (see :func:`_words`); where the
 driver's own error would quote one (a bad value, a refused constraint), the port error does not
-keep it as its cause (see ``database.DriverConnection``), so a logged traceback does not either.
+keep it as its cause (see :func:`port_error`), so a logged traceback does not either.
 """
 
 from __future__ import annotations
@@ -114,6 +114,19 @@ def translate(error: BaseException) -> PortError:
     return DatabaseDefect(f"{type(error).__name__}{state}: {words}")
 
 
+def port_error(error: BaseException, translated: PortError | None = None) -> PortError:
+    """The port error to raise for the driver's ``error`` (``translated``, else
+    :func:`translate`'s), with ``error`` as its cause, unless the driver's words would quote a
+    value: a bad value and a refused constraint are told by the port error's own words, SQLSTATE
+    and constraint name, so that no logged traceback shows the value. Raise it as it is (without
+    ``from``): the cause is set here."""
+    failed = translated or translate(error)
+    if failed is not error:
+        failed.__cause__ = None if isinstance(failed, InvalidData | ConstraintViolation) else error
+        failed.__suppress_context__ = True
+    return failed
+
+
 def _words(error: BaseException) -> str:
     """What the error says, without the DETAIL and HINT lines asyncpg appends to it, and
     without the value it quotes: asyncpg names a parameter it cannot encode with the value's
@@ -150,4 +163,4 @@ async def db_errors() -> AsyncIterator[None]:
     try:
         yield
     except TRANSLATED as error:
-        raise translate(error) from error
+        raise port_error(error)  # noqa: B904 -- port_error sets the cause

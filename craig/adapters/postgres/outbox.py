@@ -33,7 +33,7 @@ from sqlalchemy.sql import bindparam
 
 from craig.adapters.postgres.database import DriverConnection, PostgresDatabase, json_value
 from craig.adapters.postgres.notify import PostgresListener
-from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks, stage_params
+from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks
 from craig.adapters.postgres.session import PostgresSession
 from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
@@ -60,9 +60,23 @@ _STAGE = text(
     """
 ).bindparams(bindparam("envelope", type_=JSONB))
 
+
 # Several events in one statement; WITH ORDINALITY keeps their order in the identity column.
 # Every aggregate's lock is taken first, in key order (the aggregate consumes the sorted keys
 # one by one), so two transactions staging the same aggregates cannot deadlock.
+def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
+    """The array parameters of :data:`_STAGE_MANY`, each envelope stamped with the request's id
+    and trace context (:func:`craig.adapters.telemetry.stamped`), as every outbox writer does."""
+    envelopes = [stamped(e) for e in envelopes]
+    return {
+        "event_ids": [e.id for e in envelopes],
+        "envelopes": [e.to_json() for e in envelopes],
+        "types": [e.type for e in envelopes],
+        "aggregate_types": [e.aggregate_type for e in envelopes],
+        "aggregate_ids": [e.aggregate_id for e in envelopes],
+    }
+
+
 _STAGE_MANY = text(
     f"""
     WITH locked AS MATERIALIZED (

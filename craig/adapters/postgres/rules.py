@@ -62,6 +62,16 @@ def _rule_set(row: Mapping[Any, Any]) -> RuleSet:
     )
 
 
+def _summary(row: Mapping[str, Any]) -> RuleSetSummary:
+    return RuleSetSummary(
+        name=row["name"],
+        version=row["version"],
+        rule_count=row["rule_count"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+    )
+
+
 class PostgresRuleSetRepository(RuleSetRepository):
     def __init__(self, session: PostgresSession) -> None:
         self.session = session
@@ -92,30 +102,12 @@ class PostgresRuleSetRepository(RuleSetRepository):
             bound = "WHERE name > :after_name"
             (params["after_name"],) = keyset.after
         rows = (await self.session.execute(text(_LATEST_PAGE.format(after=bound)), params)).mappings()
-        items = [
-            RuleSetSummary(
-                name=r["name"],
-                version=r["version"],
-                rule_count=r["rule_count"],
-                created_by=r["created_by"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        items = [_summary(row) for row in rows]
         return keyset_page(items, keyset, lambda summary: (summary.name,))
 
     async def list_latest(self, page: PageRequest) -> Page[RuleSetSummary]:
         conn = await self.session.connection()
         total = (await conn.execute(_COUNT)).scalar_one()
         rows = (await conn.execute(_LIST, {"limit": page.per_page, "offset": page.offset})).mappings()
-        items = [
-            RuleSetSummary(
-                name=r["name"],
-                version=r["version"],
-                rule_count=r["rule_count"],
-                created_by=r["created_by"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        items = [_summary(row) for row in rows]
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)

@@ -4,8 +4,8 @@ This module owns the statement :class:`~craig.adapters.postgres.send_job_queue.P
 runs and the parts it is made of: a job's columns (and how a row of them reads), the claim of due
 jobs, the recording of outcomes fenced by lease token, the staging of their events and the GCRA
 reservation of rate-limit slots. Repository statements that do the same step on their own (the
-send-job repository's claim and record, the rate limiter's reserve, the outbox's multi-event
-insert) import the fragment from here, so the pass and the repositories cannot drift apart.
+send-job repository's claim and record, the rate limiter's reserve, the outbox's per-aggregate
+locks) import the fragment from here, so the pass and the repositories cannot drift apart.
 
 The statement's parts all see one snapshot: a job recorded here is still ``in_flight`` to the
 claim, which never takes one of the outcomes' jobs anyway.
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 import msgspec
 
@@ -112,7 +113,7 @@ def _error(decision: AttemptDecision) -> str | None:
 
 
 # --- the events' outbox rows ---------------------------------------------------------------------
-_JSON = msgspec.json.Encoder()  # the same JSON as json.dumps, several times faster
+_JSON = msgspec.json.Encoder()  # the pass's JSON documents: the same JSON as json.dumps, several times faster
 
 #: The outbox writers' per-aggregate lock key (``pg_advisory_xact_lock``, bigint key space): every
 #: statement that inserts into ``event_outbox`` takes it for each aggregate it stages, before the
@@ -129,21 +130,6 @@ def aggregate_locks(aggregates: str) -> str:
     key = AGGREGATE_LOCK_KEY.format(type="a.t", id="a.i")
     return f"""SELECT count(pg_advisory_xact_lock(k.key)) AS n
           FROM (SELECT DISTINCT {key} AS key FROM {aggregates} ORDER BY 1) AS k"""
-
-
-def stage_params(envelopes: Sequence[EventEnvelope], *, as_text: bool = False) -> dict[str, list[object]]:
-    """The array parameters of a multi-event INSERT into ``event_outbox`` (the pass's and the
-    outbox writer's); ``as_text`` gives the envelopes as JSON text, for statements that bypass
-    SQLAlchemy's JSONB. Each envelope is stamped with the request's id and trace context
-    (:func:`craig.adapters.telemetry.stamped`), as every outbox writer does."""
-    envelopes = [stamped(e) for e in envelopes]
-    return {
-        "event_ids": [e.id for e in envelopes],
-        "envelopes": [_JSON.encode(e.to_json()).decode() if as_text else e.to_json() for e in envelopes],
-        "types": [e.type for e in envelopes],
-        "aggregate_types": [e.aggregate_type for e in envelopes],
-        "aggregate_ids": [e.aggregate_id for e in envelopes],
-    }
 
 
 # --- the rate-limit reservation ------------------------------------------------------------------
@@ -259,30 +245,41 @@ def pass_header(rows: Sequence[Mapping[str, Any]]) -> tuple[frozenset[Any], froz
     return frozenset(header["recorded"]), frozenset(header["busy"])
 
 
+def _event_row(job_id: UUID, event: EventEnvelope) -> dict[str, Any]:
+    """One row of the pass's events document: the event, stamped as every outbox writer stamps
+    it (:func:`craig.adapters.telemetry.stamped`), and the job whose outcome it tells."""
+    event = stamped(event)
+    return {
+        "job_id": job_id,
+        "id": event.id,
+        "envelope": event.to_json(),
+        "type": event.type,
+        "aggregate_type": event.aggregate_type,
+        "aggregate_id": event.aggregate_id,
+    }
+
+
 def pass_params(
     outcomes: Sequence[JobOutcome], claim: int, lease: timedelta, max_rate_wait: timedelta
 ) -> dict[str, Any]:
     """The parameters of :data:`PASS`: record ``outcomes`` (staging the event of each one
     recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
-    ``max_rate_wait``. The outcomes, as :func:`record_params` gives them, and their events, as
-    :func:`stage_params` gives them, go as two JSON documents of one object per row."""
-    recorded = [(o.job, o.decision) for o in outcomes]
-    events = [(o.job.id, stamped(o.event)) for o in outcomes if o.event is not None]
+    ``max_rate_wait``. The outcomes (the columns :func:`record_params` gives) and their events,
+    stamped as every outbox writer stamps them, go as two JSON documents of one object a row."""
+    outcome_rows = [
+        {
+            "id": o.job.id,
+            "token": o.job.lease_token,
+            "status": str(o.decision.status),
+            "retry_in": _retry_in(o.decision),
+            "error": _error(o.decision),
+        }
+        for o in outcomes
+    ]
+    event_rows = [_event_row(o.job.id, o.event) for o in outcomes if o.event is not None]
     return {
-        "outcomes": _JSON.encode(
-            [
-                {"id": job.id, "token": job.lease_token, "status": str(decision.status)}
-                | {"retry_in": _retry_in(decision), "error": _error(decision)}
-                for job, decision in recorded
-            ]
-        ).decode(),
-        "events": _JSON.encode(
-            [
-                {"job_id": job_id, "id": e.id, "envelope": e.to_json(), "type": e.type}
-                | {"aggregate_type": e.aggregate_type, "aggregate_id": e.aggregate_id}
-                for job_id, e in events
-            ]
-        ).decode(),
+        "outcomes": _JSON.encode(outcome_rows).decode(),
+        "events": _JSON.encode(event_rows).decode(),
         "limit": claim,
         "lease": lease.total_seconds(),
         "max_wait": max_rate_wait.total_seconds(),

@@ -45,7 +45,8 @@ def _passed(name: str, started: float, outcome: str, lane: int = 0, lanes: int =
             return  # not every lane has passed yet
         ended = min(passes.values())
     LAST_PASSES[name] = ended
-    metrics.worker_loop_last_pass.labels(name).set_to_current_time()
+    # The gauge is Unix time; ``ended`` (the slowest lane's, with several) is monotonic.
+    metrics.worker_loop_last_pass.labels(name).set(time.time() - (time.monotonic() - ended))
 
 
 async def _sleep(interval: timedelta) -> None:
