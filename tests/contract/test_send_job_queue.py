@@ -195,6 +195,21 @@ async def test_an_outcome_whose_row_is_held_comes_back_busy(backend: Backend) ->
     assert (await run_pass(backend, [outcome(claim.job)], claim=0)).recorded == {claim.job.id}
 
 
+async def test_only_a_held_row_comes_back_busy_not_a_gone_one_nor_a_free_one(backend: Backend) -> None:
+    if backend.postgres is None:
+        pytest.skip("only a database with row locks holds a row")
+    await jobs_for(backend, 3)
+    held, gone, free = (await run_pass(backend, claim=3)).claims
+    async with backend.postgres.transaction() as tx:
+        await tx.execute(text("DELETE FROM exchange_send_jobs WHERE id = :id"), {"id": gone.job.id})
+    async with backend.postgres.transaction() as holder:
+        await holder.execute(text("SELECT 1 FROM exchange_send_jobs WHERE id = :id FOR UPDATE"), {"id": held.job.id})
+        result = await asyncio.wait_for(run_pass(backend, [outcome(c.job) for c in (held, gone, free)], claim=0), 5)
+    assert result.busy == {held.job.id}
+    assert result.recorded == {free.job.id}
+    assert await staged_events(backend) == [(EXCHANGE_SENT.name, str(free.job.id))]
+
+
 async def test_an_idle_worker_is_woken_when_jobs_are_enqueued(backend: Backend) -> None:
     partner = await add_partner(backend, a_partner(rate_limit_rpm=PARTNER_RATE_LIMIT_MAX_RPM))
     assert (await run_pass(backend)).claims == []

@@ -68,6 +68,19 @@ def test_0019_adds_the_send_jobs_origin_columns_and_drops_them_on_downgrade(pg_s
         assert len(fetch(url, columns)) == 2
 
 
+def test_0020_drops_the_unread_partner_index_of_send_jobs_and_downgrade_brings_it_back(pg_server_url: str) -> None:
+    index = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_exchange_send_jobs_partner'"
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0019")
+        assert len(fetch(url, index)) == 1
+        migrations.upgrade(url, "0020")
+        assert fetch(url, index) == []
+        migrations.downgrade(url, "0019")
+        assert len(fetch(url, index)) == 1
+        migrations.upgrade(url, "0020")
+        assert fetch(url, index) == []
+
+
 def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url: str) -> None:
     indexes = (
         "SELECT indexname FROM pg_indexes WHERE indexname IN "
@@ -181,7 +194,7 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0019"
+        assert migrations.head_revision() == "0020"
 
 
 def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:

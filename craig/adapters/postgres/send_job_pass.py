@@ -191,10 +191,13 @@ PASS = RawStatement(
         SELECT * FROM {_OUTCOMES_DOCUMENT}
     ), events AS MATERIALIZED (
         SELECT * FROM {_EVENTS_DOCUMENT}
-    ), present AS (
-        SELECT id FROM exchange_send_jobs WHERE id = ANY(ARRAY(SELECT id FROM outcomes))
     ), free AS (
         SELECT id FROM exchange_send_jobs WHERE id = ANY(ARRAY(SELECT id FROM outcomes)) FOR UPDATE SKIP LOCKED
+    ), held AS (
+        -- Outcomes whose rows another transaction holds (not those whose rows are gone): looked
+        -- up only for the outcomes the pass could not lock, nearly always none.
+        SELECT id FROM exchange_send_jobs
+         WHERE id = ANY(ARRAY(SELECT id FROM outcomes WHERE id NOT IN (SELECT id FROM free)))
     ), recorded AS (
         UPDATE exchange_send_jobs j
            SET {RECORD_SET}
@@ -228,8 +231,7 @@ PASS = RawStatement(
     SELECT CASE WHEN row_number() OVER () = 1
                 THEN (SELECT coalesce(array_agg(id), '{{}}') FROM recorded) END AS recorded,
            CASE WHEN row_number() OVER () = 1
-                THEN (SELECT coalesce(array_agg(id), '{{}}') FROM present WHERE id NOT IN (SELECT id FROM free))
-           END AS busy,
+                THEN (SELECT coalesce(array_agg(id), '{{}}') FROM held) END AS busy,
            c.*, r.granted, r.first_wait
       FROM (SELECT 1) AS one
       LEFT JOIN claimed c ON true

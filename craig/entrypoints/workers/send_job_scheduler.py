@@ -102,6 +102,9 @@ class SendJobScheduler:
         self._flusher: asyncio.Task[None] | None = None
         self._waiting_since = 0.0  # monotonic time the oldest unrecorded outcome was queued
         self._next_recovery = 0.0
+        #: The logger of the per-job line, bound once a pass rather than once a line (binding the
+        #: module's lazy logger builds a new one each time); a pass picks up a new configuration.
+        self._job_log: Any = log.bind()
 
     @classmethod
     def build(
@@ -162,7 +165,8 @@ class SendJobScheduler:
     def _start_ready(self) -> None:
         while self._ready and len(self._running) < self.policy.max_concurrency:
             ready = self._ready.popleft()
-            task = asyncio.create_task(self._dispatch_task(ready), name=f"send-job:{ready.claim.job.id}")
+            # One name for all: the job's id in it cost a UUID's text per job; its lines carry it.
+            task = asyncio.create_task(self._dispatch_task(ready), name="send-job")
             self._running.add(task)
 
     async def drain(self) -> None:
@@ -209,6 +213,7 @@ class SendJobScheduler:
             self._requeue(outcomes)  # recorded by a later pass
             raise
         self._settle(outcomes, result)
+        self._job_log = log.bind()
         return result.claims
 
     async def _recover_if_due(self) -> None:
@@ -260,7 +265,7 @@ class SendJobScheduler:
         ):
             name = await self._dispatch_in_time(claim, claimed_at)
             current.set("craig.send_job.outcome", name)
-            log.info("send job dispatched", job_id=str(job.id), attempt=job.attempts, outcome=name)
+            self._job_log.info("send job dispatched", job_id=str(job.id), attempt=job.attempts, outcome=name)
             return name
 
     async def _dispatch_in_time(self, claim: Claim, claimed_at: float) -> str:
