@@ -10,7 +10,9 @@ Each system gets its own fresh database on the same server, the same number of c
   the rate is jobs completed per second. Craig's producer, like pgqueuer's ``enqueue``, inserts
   each batch with one statement (the repository's INSERT, in autocommit). ``craig throughput
   uow`` is the same run with the producer Craig's own code uses, a unit of work (BEGIN, INSERT,
-  COMMIT): there the producer, not the worker, sets the rate.
+  COMMIT): there the producer, not the worker, sets the rate;
+* producer alone: each producer for ``--producer-seconds`` with no consumer, jobs enqueued a
+  second: what the producers cost on their own, without the consumers sharing their event loop.
 
 Craig's job is the real path with a no-op partner gateway: claim (``FOR UPDATE SKIP LOCKED`` +
 lease), a slot from the shared PostgreSQL rate limiter, the no-op dispatch, then the outcome
@@ -234,20 +236,44 @@ async def craig_throughput(
             await worker.finish()
             await worker.aclose()
 
-        async def produce() -> None:
-            conn = DedicatedConnection(database)
-            try:
-                while not stop.is_set():
-                    if uow_producer:
-                        await _craig_enqueue(database, partners, tx, 10)
-                    else:
-                        await _craig_enqueue_one_statement(conn, partners, tx)
-            finally:
-                await conn.aclose()
-
-        return await _timed(seconds, stop, done, [*(consume(w) for w in consumers), produce()])
+        producer = _craig_producer(database, partners, tx, stop, [0], uow_producer=uow_producer)
+        return await _timed(seconds, stop, done, [*(consume(w) for w in consumers), producer])
     finally:
         await listener.stop()
+        await database.dispose()
+
+
+async def _craig_producer(
+    database: PostgresDatabase,
+    partners: list[Partner],
+    tx: ExchangeTransaction,
+    stop: asyncio.Event,
+    produced: list[int],
+    *,
+    uow_producer: bool,
+) -> None:
+    """Enqueue batches of 10 until ``stop``, counting them in ``produced``."""
+    conn = DedicatedConnection(database)
+    try:
+        while not stop.is_set():
+            if uow_producer:
+                await _craig_enqueue(database, partners, tx, 10)
+            else:
+                await _craig_enqueue_one_statement(conn, partners, tx)
+            produced[0] += 10
+    finally:
+        await conn.aclose()
+
+
+async def craig_produce_alone(url: str, seconds: float, *, uow_producer: bool) -> float:
+    """The producer with no consumer: jobs enqueued a second."""
+    database = PostgresDatabase(url, pool_size=4, max_overflow=2)
+    try:
+        partners, tx = await _craig_setup(database)
+        stop, produced = asyncio.Event(), [0]
+        producer = _craig_producer(database, partners, tx, stop, produced, uow_producer=uow_producer)
+        return await _timed(seconds, stop, produced, [producer])
+    finally:
         await database.dispose()
 
 
@@ -313,11 +339,6 @@ async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float 
         return jobs / elapsed
     stop = asyncio.Event()
 
-    async def produce() -> None:
-        producer = Queries(await _pgqueuer_connection(url))
-        while not stop.is_set():
-            await producer.enqueue(["noop"] * 10, [b""] * 10, [0] * 10)
-
     async def consume(pgq: Any) -> None:
         task = asyncio.ensure_future(pgq.run(batch_size=10, mode=mode))
         await stop.wait()
@@ -325,7 +346,25 @@ async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float 
         with suppress(Exception):
             await asyncio.wait_for(task, 10)
 
-    return await _timed(seconds, stop, done, [*(consume(q) for q in queuers), produce()])
+    producer = _pgqueuer_producer(Queries(await _pgqueuer_connection(url)), stop, [0])
+    return await _timed(seconds, stop, done, [*(consume(q) for q in queuers), producer])
+
+
+async def _pgqueuer_producer(queries: Any, stop: asyncio.Event, produced: list[int]) -> None:
+    """``enqueue`` batches of 10 until ``stop``, counting them in ``produced``."""
+    while not stop.is_set():
+        await queries.enqueue(["noop"] * 10, [b""] * 10, [0] * 10)
+        produced[0] += 10
+
+
+async def pgqueuer_produce_alone(url: str, seconds: float) -> float:
+    """pgqueuer's producer with no consumer: jobs enqueued a second."""
+    from pgqueuer.queries import Queries
+
+    queries = Queries(await _pgqueuer_connection(url))
+    await queries.install()
+    stop, produced = asyncio.Event(), [0]
+    return await _timed(seconds, stop, produced, [_pgqueuer_producer(queries, stop, produced)])
 
 
 # --- procrastinate -----------------------------------------------------------------------------
@@ -396,6 +435,9 @@ def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
         "craig throughput": lambda url: craig_throughput(url, args.seconds, w, args.concurrency),
         "pgqueuer throughput": lambda url: pgqueuer_run(url, w, seconds=args.seconds),
         "craig throughput uow": lambda url: craig_throughput(url, args.seconds, w, args.concurrency, uow_producer=True),
+        "craig producer alone": lambda url: craig_produce_alone(url, args.producer_seconds, uow_producer=False),
+        "craig uow producer alone": lambda url: craig_produce_alone(url, args.producer_seconds, uow_producer=True),
+        "pgqueuer producer alone": lambda url: pgqueuer_produce_alone(url, args.producer_seconds),
     }
     results: dict[str, list[float]] = {name: [] for name in cases}
     for round_no in range(1, args.rounds + 1):
@@ -426,6 +468,9 @@ def report(results: dict[str, list[float]]) -> None:
         print(f"  craig / {rival} ({mode}): {ratio:.2f}x")
     ratio = median["craig throughput uow"] / median["pgqueuer throughput"]
     print(f"  craig with its unit-of-work producer / pgqueuer (throughput): {ratio:.2f}x")
+    for name in ("craig producer alone", "craig uow producer alone"):
+        ratio = median[name] / median["pgqueuer producer alone"]
+        print(f"  {name} / pgqueuer producer alone (enqueued, no consumer): {ratio:.2f}x")
 
 
 def main() -> None:
@@ -438,6 +483,9 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--producer-seconds", type=float, default=5.0, help="how long each producer runs alone, without consumers"
+    )
     parser.add_argument("--uvloop", action="store_true", help="run every system on uvloop")
     parser.add_argument(
         "--log-level",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
+from craig.adapters.telemetry import originating
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, SendJob
 from craig.domain.partners import Partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
@@ -18,6 +19,7 @@ from craig.ports.exchange import Delivery, Pace, PartnerGateway
 from craig.usecases.exchange import SendPolicy
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
+from tests.support.logs import craig_logging, json_lines
 
 
 class HeldGateway(PartnerGateway):
@@ -137,3 +139,61 @@ async def test_a_send_past_its_deadline_is_abandoned_as_a_timeout_and_retried(ba
     assert stored is not None
     assert (stored.status, stored.attempts) == (JobStatus.PENDING, 1)
     assert stored.last_error == "timeout at the partner (the dispatch outlived its deadline inside the lease)"
+
+
+class HangsOnce(PartnerGateway):
+    """Never answers the first request (its send is cancelled at its deadline); answers 200 to
+    every later one at once. Remembers which task made each request."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.tasks: list[asyncio.Task[Any] | None] = []
+
+    async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
+        await pace()
+        self.tasks.append(asyncio.current_task())
+        if len(self.tasks) == 1:
+            await asyncio.Event().wait()
+        self.sent.append(str(delivery.correlation_id))
+        return PartnerAnswer(200)
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_sender_of_a_send_abandoned_at_its_deadline_goes_on_with_the_next_job(backend: Backend) -> None:
+    [first] = await make_jobs(backend, 1)
+    gateway = HangsOnce()
+    # lease 4 s: the first send is abandoned 3.6 s after its claim. The second job is claimed
+    # 2.5 s in, so when its sender takes it (about 3.7 s in) more than half of its own deadline
+    # is left, and it is sent, not given back.
+    sender = worker(backend, gateway, max_concurrency=1, prefetch=1, lease=timedelta(seconds=4))
+    assert await sender.run_once()
+    await asyncio.sleep(2.5)
+    [second] = await make_jobs(backend, 1)
+    assert await sender.run_once()
+    await asyncio.wait_for(sender.drain(), 10)
+    assert gateway.sent == [str(second.correlation_id)]
+    assert gateway.tasks[0] is gateway.tasks[1]  # the same sender, its cancellation undone
+    assert await statuses(backend, [first, second]) == [(JobStatus.PENDING, 1), (JobStatus.SENT, 1)]
+
+
+async def test_one_sender_binds_each_job_to_its_own_request_only(
+    backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    partner = await add_partner(backend, a_partner(rate_limit_rpm=1_000_000))
+    with originating("req-first"):
+        [first] = (await add_transaction(backend, [partner.id]))[1]
+    [second] = (await add_transaction(backend, [partner.id]))[1]
+    gateway = HeldGateway()
+    gateway.release.set()
+    with craig_logging():
+        await asyncio.wait_for(worker(backend, gateway, max_concurrency=1, prefetch=1).drain(), 10)
+    lines = {
+        line["job_id"]: line for line in json_lines(capsys.readouterr().err) if line["event"] == "send job dispatched"
+    }
+    assert lines[str(first.id)]["request_id"] == "req-first"
+    assert "request_id" not in lines[str(second.id)]

@@ -89,7 +89,9 @@ class SendJobScheduler:
         self.policy = policy or SendPolicy()
         self._deadline = self.policy.dispatch_deadline.total_seconds()
         self._observe = observer or (lambda _outcome, _seconds: None)
-        self._running: set[asyncio.Task[None]] = set()
+        #: Tasks dispatching claimed jobs, at most ``max_concurrency``: each dispatches one job at
+        #: a time, then the next claimed one while there is one, then ends.
+        self._senders: set[asyncio.Task[None]] = set()
         #: Dispatches under way, with their deadlines (monotonic), and those the watchdog
         #: cancelled for running past it.
         self._sending: dict[asyncio.Task[Any], float] = {}
@@ -137,7 +139,7 @@ class SendJobScheduler:
         """
         self._start_ready()
         room = self._room()
-        if room <= 0 or ((self._running or self._ready) and room < self.policy.claim_batch):
+        if room <= 0 or ((self._senders or self._ready) and room < self.policy.claim_batch):
             self._slot_freed.clear()
             try:
                 await asyncio.wait_for(self._slot_freed.wait(), self.policy.recover_interval.total_seconds())
@@ -160,24 +162,24 @@ class SendJobScheduler:
 
     def _room(self) -> int:
         """How many more jobs this worker may claim now."""
-        return self.policy.max_concurrency + self.policy.prefetch - len(self._running) - len(self._ready)
+        return self.policy.max_concurrency + self.policy.prefetch - len(self._senders) - len(self._ready)
 
     def _start_ready(self) -> None:
-        while self._ready and len(self._running) < self.policy.max_concurrency:
-            ready = self._ready.popleft()
-            # One name for all: the job's id in it cost a UUID's text per job; its lines carry it.
-            task = asyncio.create_task(self._dispatch_task(ready), name="send-job")
-            self._running.add(task)
+        """Claimed jobs beyond what the running senders will take next get senders of their own,
+        up to ``max_concurrency`` senders."""
+        while self._ready and len(self._senders) < self.policy.max_concurrency:
+            task = asyncio.create_task(self._sender(self._ready.popleft()), name="send-job-sender")
+            self._senders.add(task)
 
     async def drain(self) -> None:
         """Run until no job is due and nothing is in flight here (tests, benchmarks)."""
         while True:
             if await self.run_once():
                 continue
-            if not self._running and not self._ready:
+            if not self._senders and not self._ready:
                 break
-            if self._running:
-                await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
+            if self._senders:
+                await asyncio.wait(set(self._senders), return_when=asyncio.FIRST_COMPLETED)
         await self.finish()
 
     async def finish(self, timeout: timedelta = SEND_WORKER_FINISH_TIMEOUT) -> None:
@@ -190,8 +192,8 @@ class SendJobScheduler:
                 await self._give_back(unsent, timedelta(0))
             except Exception as error:  # still record what was sent; leases bring these back
                 log.warning("giving back unsent jobs failed", jobs=len(unsent), error=str(error))
-        if self._running:
-            await asyncio.wait(set(self._running), timeout=timeout.total_seconds())
+        if self._senders:
+            await asyncio.wait(set(self._senders), timeout=timeout.total_seconds())
         flusher = self._flusher
         if flusher is not None and not flusher.done():
             await asyncio.wait({flusher}, timeout=timeout.total_seconds())
@@ -233,7 +235,31 @@ class SendJobScheduler:
             log.warning("send job outcomes dropped: lease lost to another worker", jobs=lost)
 
     # --- dispatch (outside any transaction) ------------------------------------------------------
-    async def _dispatch_task(self, ready: _Ready) -> None:
+    async def _sender(self, ready: _Ready) -> None:
+        """Dispatch ``ready``, then each next claimed job while one is waiting: one task for a run
+        of jobs, not a task per job (making, scheduling and tracking a task cost about as much as
+        the rest of a no-op dispatch). Between two jobs nothing is awaited, so at every await
+        each sender is dispatching exactly one job."""
+        sender = asyncio.current_task()
+        assert sender is not None
+        try:
+            while True:
+                await self._dispatch_job(ready)
+                following = self._ready.popleft() if self._ready else None
+                if following is None:
+                    self._senders.discard(sender)
+                # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
+                if not self._senders or self._room() >= self.policy.claim_batch:
+                    self._slot_freed.set()
+                if following is None:
+                    return
+                ready = following
+        finally:
+            if sender in self._senders:  # cancelled: its job's lease brings the job back
+                self._senders.discard(sender)
+                self._slot_freed.set()
+
+    async def _dispatch_job(self, ready: _Ready) -> None:
         started = time.monotonic()
         try:
             outcome = await self.dispatch(ready.claim, ready.claimed_at)
@@ -241,12 +267,6 @@ class SendJobScheduler:
         except Exception as error:  # the lease brings the job back; never kill the worker
             log.error("send job dispatch crashed", job_id=str(ready.claim.job.id), error=repr(error))
             self._observe("lost", time.monotonic() - started)
-        finally:
-            self._running.discard(asyncio.current_task())
-            self._start_ready()
-            # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
-            if not self._running or self._room() >= self.policy.claim_batch:
-                self._slot_freed.set()
 
     async def dispatch(self, claim: Claim, claimed_at: float) -> str:
         """Dispatch one claimed job under its deadline, then queue its outcome for recording or
