@@ -35,7 +35,7 @@ from pathlib import Path
 from bench import send_jobs
 from bench._services import exit_cleanly_on_sigterm
 from craig.adapters.postgres.database import PostgresDatabase
-from craig.domain.constants import SEND_MAX_CONCURRENCY
+from craig.usecases.exchange import SendPolicy
 
 CONSUMERS = 5
 
@@ -51,7 +51,7 @@ async def _queue_craig(url: str, jobs: int) -> None:
 async def _drain_craig(url: str, jobs: int) -> None:
     database = PostgresDatabase(url, pool_size=2 * CONSUMERS + 2, max_overflow=10)
     try:
-        await send_jobs.craig_drain_queued(database, jobs, CONSUMERS, SEND_MAX_CONCURRENCY)
+        await send_jobs.craig_drain_queued(database, jobs, CONSUMERS, SendPolicy())
     finally:
         await database.dispose()
 

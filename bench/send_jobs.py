@@ -162,7 +162,7 @@ async def _craig_enqueue_one_statement(
 async def _craig_workers(
     database: PostgresDatabase,
     count: int,
-    concurrency: int,
+    policy: SendPolicy,
     done: list[int],
     listener: PostgresListener | None = None,
 ) -> list[SendJobScheduler]:
@@ -180,7 +180,7 @@ async def _craig_workers(
             queue,
             NoopGateway(),
             SystemClock(),
-            SendPolicy(max_concurrency=concurrency),
+            policy,
             observer=observe,
         )
         for queue in queues
@@ -194,10 +194,10 @@ async def craig_queue(database: PostgresDatabase, jobs: int) -> None:
         await _craig_enqueue(database, partners, tx, min(5000, jobs - start))
 
 
-async def craig_drain_queued(database: PostgresDatabase, jobs: int, workers: int, concurrency: int) -> float:
+async def craig_drain_queued(database: PostgresDatabase, jobs: int, workers: int, policy: SendPolicy) -> float:
     """Drain the ``jobs`` queued jobs with ``workers`` workers; jobs drained a second."""
     done = [0]
-    consumers = await _craig_workers(database, workers, concurrency, done)
+    consumers = await _craig_workers(database, workers, policy, done)
     started = time.perf_counter()
     await asyncio.gather(*(w.drain() for w in consumers))
     elapsed = time.perf_counter() - started
@@ -207,17 +207,17 @@ async def craig_drain_queued(database: PostgresDatabase, jobs: int, workers: int
     return jobs / elapsed
 
 
-async def craig_drain(url: str, jobs: int, workers: int, concurrency: int = SEND_MAX_CONCURRENCY) -> float:
+async def craig_drain(url: str, jobs: int, workers: int, policy: SendPolicy) -> float:
     database = PostgresDatabase(url, pool_size=2 * workers + 2, max_overflow=10)
     try:
         await craig_queue(database, jobs)
-        return await craig_drain_queued(database, jobs, workers, concurrency)
+        return await craig_drain_queued(database, jobs, workers, policy)
     finally:
         await database.dispose()
 
 
 async def craig_throughput(
-    url: str, seconds: float, workers: int, concurrency: int = SEND_MAX_CONCURRENCY, *, uow_producer: bool = False
+    url: str, seconds: float, workers: int, policy: SendPolicy, *, uow_producer: bool = False
 ) -> float:
     database = PostgresDatabase(url, pool_size=2 * workers + 4, max_overflow=10)
     listener = PostgresListener(url, (SEND_JOBS_CHANNEL,))
@@ -226,7 +226,7 @@ async def craig_throughput(
     try:
         partners, tx = await _craig_setup(database)
         done = [0]
-        consumers = await _craig_workers(database, workers, concurrency, done, listener)
+        consumers = await _craig_workers(database, workers, policy, done, listener)
 
         async def consume(worker: SendJobScheduler) -> None:
             # As `craig worker` runs it: woken by NOTIFY on enqueue, polling every second.
@@ -428,13 +428,14 @@ def fresh_database(server_url: str, *, migrated: bool) -> Iterator[str]:
 
 def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
     w = args.workers
+    policy = SendPolicy(max_concurrency=args.concurrency, prefetch=args.prefetch)
     cases: dict[str, Callable[[str], Awaitable[float]]] = {
-        "craig drain": lambda url: craig_drain(url, args.jobs, w, args.concurrency),
+        "craig drain": lambda url: craig_drain(url, args.jobs, w, policy),
         "pgqueuer drain": lambda url: pgqueuer_run(url, w, jobs=args.jobs),
         "procrastinate drain": lambda url: procrastinate_drain(url, args.procrastinate_jobs, w),
-        "craig throughput": lambda url: craig_throughput(url, args.seconds, w, args.concurrency),
+        "craig throughput": lambda url: craig_throughput(url, args.seconds, w, policy),
         "pgqueuer throughput": lambda url: pgqueuer_run(url, w, seconds=args.seconds),
-        "craig throughput uow": lambda url: craig_throughput(url, args.seconds, w, args.concurrency, uow_producer=True),
+        "craig throughput uow": lambda url: craig_throughput(url, args.seconds, w, policy, uow_producer=True),
         "craig producer alone": lambda url: craig_produce_alone(url, args.producer_seconds, uow_producer=False),
         "craig uow producer alone": lambda url: craig_produce_alone(url, args.producer_seconds, uow_producer=True),
         "pgqueuer producer alone": lambda url: pgqueuer_produce_alone(url, args.producer_seconds),
@@ -480,6 +481,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=5)
     parser.add_argument(
         "--concurrency", type=int, default=SEND_MAX_CONCURRENCY, help="Craig's dispatches at once per worker"
+    )
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=SendPolicy().prefetch,
+        help="jobs a Craig worker claims ahead of its free dispatch slots (CRAIG_EXCHANGE__PREFETCH)",
     )
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rounds", type=int, default=2)
