@@ -361,10 +361,14 @@ async def pgqueuer_produce_alone(url: str, seconds: float) -> float:
     """pgqueuer's producer with no consumer: jobs enqueued a second."""
     from pgqueuer.queries import Queries
 
-    queries = Queries(await _pgqueuer_connection(url))
-    await queries.install()
-    stop, produced = asyncio.Event(), [0]
-    return await _timed(seconds, stop, produced, [_pgqueuer_producer(queries, stop, produced)])
+    driver = await _pgqueuer_connection(url)
+    try:
+        queries = Queries(driver)
+        await queries.install()
+        stop, produced = asyncio.Event(), [0]
+        return await _timed(seconds, stop, produced, [_pgqueuer_producer(queries, stop, produced)])
+    finally:
+        await driver._connection.close()  # AsyncpgDriver keeps the asyncpg connection it was given
 
 
 # --- procrastinate -----------------------------------------------------------------------------
@@ -446,7 +450,7 @@ def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
             with fresh_database(server_url, migrated=name.startswith("craig")) as url:
                 rate = _loop_run(measure(url), args.uvloop)
             results[name].append(rate)
-            print(f"round {round_no}: {name:<22} {rate:9.0f} jobs/s", flush=True)
+            print(f"round {round_no}: {name:<24} {rate:9.0f} jobs/s", flush=True)
     return results
 
 
@@ -462,7 +466,7 @@ def report(results: dict[str, list[float]]) -> None:
     median = {name: statistics.median(rates) for name, rates in results.items()}
     print("\nmedians (jobs/s):")
     for name, value in median.items():
-        print(f"  {name:<22} {value:9.0f}")
+        print(f"  {name:<24} {value:9.0f}")
     print("\nratios:")
     for mode, rival in (("drain", "pgqueuer"), ("drain", "procrastinate"), ("throughput", "pgqueuer")):
         ratio = median[f"craig {mode}"] / median[f"{rival} {mode}"]

@@ -142,18 +142,28 @@ async def test_a_send_past_its_deadline_is_abandoned_as_a_timeout_and_retried(ba
 
 
 class HangsOnce(PartnerGateway):
-    """Never answers the first request (its send is cancelled at its deadline); answers 200 to
-    every later one at once. Remembers which task made each request."""
+    """Never answers the first request (its send is cancelled at its deadline), unless told to
+    swallow that cancellation and answer; answers 200 to every later one at once. Remembers which
+    task made each request, and how many cancellations that task had pending then."""
 
-    def __init__(self) -> None:
+    def __init__(self, swallow: bool = False) -> None:
+        self.swallow = swallow
         self.sent: list[str] = []
         self.tasks: list[asyncio.Task[Any] | None] = []
+        self.cancelling: list[int] = []
 
     async def send(self, partner: Partner, delivery: Delivery, pace: Pace) -> DispatchResult:
         await pace()
-        self.tasks.append(asyncio.current_task())
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.append(task)
+        self.cancelling.append(task.cancelling())
         if len(self.tasks) == 1:
-            await asyncio.Event().wait()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if not self.swallow:
+                    raise
         self.sent.append(str(delivery.correlation_id))
         return PartnerAnswer(200)
 
@@ -164,21 +174,51 @@ class HangsOnce(PartnerGateway):
         return None
 
 
-async def test_the_sender_of_a_send_abandoned_at_its_deadline_goes_on_with_the_next_job(backend: Backend) -> None:
+async def one_sender_two_jobs(backend: Backend, gateway: HangsOnce) -> list[SendJob]:
+    """The first job claimed alone; the second claimed while the first hangs, so that the one
+    sender takes it when the first is done. Lease 10 s: the first send is cancelled 9 s after its
+    claim (give or take the watchdog's 250 ms); the second, claimed 6 s in, still has more than
+    half of its own deadline then, so it is sent rather than given back."""
     [first] = await make_jobs(backend, 1)
-    gateway = HangsOnce()
-    # lease 4 s: the first send is abandoned 3.6 s after its claim. The second job is claimed
-    # 2.5 s in, so when its sender takes it (about 3.7 s in) more than half of its own deadline
-    # is left, and it is sent, not given back.
-    sender = worker(backend, gateway, max_concurrency=1, prefetch=1, lease=timedelta(seconds=4))
+    sender = worker(backend, gateway, max_concurrency=1, prefetch=1, lease=timedelta(seconds=10))
     assert await sender.run_once()
-    await asyncio.sleep(2.5)
+    await asyncio.sleep(6)
     [second] = await make_jobs(backend, 1)
     assert await sender.run_once()
-    await asyncio.wait_for(sender.drain(), 10)
+    await asyncio.wait_for(sender.drain(), 20)
+    return [first, second]
+
+
+async def test_the_sender_of_a_send_abandoned_at_its_deadline_goes_on_with_the_next_job(backend: Backend) -> None:
+    gateway = HangsOnce()
+    first, second = await one_sender_two_jobs(backend, gateway)
     assert gateway.sent == [str(second.correlation_id)]
-    assert gateway.tasks[0] is gateway.tasks[1]  # the same sender, its cancellation undone
+    assert gateway.tasks[0] is gateway.tasks[1]  # the same sender...
+    assert gateway.cancelling == [0, 0]  # ...with the watchdog's cancellation undone
     assert await statuses(backend, [first, second]) == [(JobStatus.PENDING, 1), (JobStatus.SENT, 1)]
+
+
+async def test_a_cancellation_the_dispatch_swallowed_does_not_stick_to_the_sender(backend: Backend) -> None:
+    gateway = HangsOnce(swallow=True)
+    first, second = await one_sender_two_jobs(backend, gateway)
+    assert gateway.sent == [str(first.correlation_id), str(second.correlation_id)]
+    assert gateway.tasks[0] is gateway.tasks[1]
+    assert gateway.cancelling == [0, 0]
+
+
+async def test_senders_cancelled_before_they_start_give_their_slots_back(backend: Backend) -> None:
+    jobs = await make_jobs(backend, 2)
+    gateway = HeldGateway()
+    gateway.release.set()
+    sender = worker(backend, gateway, max_concurrency=2, prefetch=0)
+    assert await sender.run_once()
+    senders = [task for task in asyncio.all_tasks() if task.get_name() == "send-job-sender"]
+    assert len(senders) == 2
+    for task in senders:
+        task.cancel()  # before their first step: no code of theirs runs
+    await asyncio.wait_for(sender.drain(), 5)
+    assert gateway.sent == []
+    assert await statuses(backend, jobs) == [(JobStatus.IN_FLIGHT, 1)] * 2  # until their leases run out
 
 
 async def test_one_sender_binds_each_job_to_its_own_request_only(
@@ -188,10 +228,11 @@ async def test_one_sender_binds_each_job_to_its_own_request_only(
     with originating("req-first"):
         [first] = (await add_transaction(backend, [partner.id]))[1]
     [second] = (await add_transaction(backend, [partner.id]))[1]
-    gateway = HeldGateway()
-    gateway.release.set()
+    gateway = HangsOnce()
+    gateway.tasks.append(None)  # its first request is answered at once
     with craig_logging():
         await asyncio.wait_for(worker(backend, gateway, max_concurrency=1, prefetch=1).drain(), 10)
+    assert gateway.tasks[1] is gateway.tasks[2]  # one sender sent both
     lines = {
         line["job_id"]: line for line in json_lines(capsys.readouterr().err) if line["event"] == "send job dispatched"
     }

@@ -170,6 +170,14 @@ class SendJobScheduler:
         while self._ready and len(self._senders) < self.policy.max_concurrency:
             task = asyncio.create_task(self._sender(self._ready.popleft()), name="send-job-sender")
             self._senders.add(task)
+            task.add_done_callback(self._sender_ended)
+
+    def _sender_ended(self, task: asyncio.Task[None]) -> None:
+        """A sender that did not end on its own (cancelled, even before its first step): it no
+        longer counts, and the loop is woken. Its job's lease brings the job back."""
+        if task in self._senders:
+            self._senders.discard(task)
+            self._slot_freed.set()
 
     async def drain(self) -> None:
         """Run until no job is due and nothing is in flight here (tests, benchmarks)."""
@@ -242,22 +250,17 @@ class SendJobScheduler:
         each sender is dispatching exactly one job."""
         sender = asyncio.current_task()
         assert sender is not None
-        try:
-            while True:
-                await self._dispatch_job(ready)
-                following = self._ready.popleft() if self._ready else None
-                if following is None:
-                    self._senders.discard(sender)
-                # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
-                if not self._senders or self._room() >= self.policy.claim_batch:
-                    self._slot_freed.set()
-                if following is None:
-                    return
-                ready = following
-        finally:
-            if sender in self._senders:  # cancelled: its job's lease brings the job back
+        while True:
+            await self._dispatch_job(ready)
+            following = self._ready.popleft() if self._ready else None
+            if following is None:
                 self._senders.discard(sender)
+            # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
+            if not self._senders or self._room() >= self.policy.claim_batch:
                 self._slot_freed.set()
+            if following is None:
+                return
+            ready = following
 
     async def _dispatch_job(self, ready: _Ready) -> None:
         started = time.monotonic()
@@ -294,18 +297,24 @@ class SendJobScheduler:
         too_late = deadline - time.monotonic() < self._deadline / 2  # waited too long in the ready queue
         task = asyncio.current_task()
         assert task is not None
+        # A sender runs many jobs: the watchdog's cancellation of this one must not outlive it.
+        cancelling = task.cancelling()
         self._sending[task] = deadline
         self._watch()
         try:
             dispatched = await self._dispatch(claim, self._pace(claim, claimed_at), too_late=too_late)
         except asyncio.CancelledError:
             if task not in self._expired:
-                raise
-            task.uncancel()
+                raise  # cancelled from outside: the sender ends
+            self._expired.discard(task)
+            if task.uncancel() > cancelling:
+                raise  # cancelled from outside as well as by the watchdog: the sender ends
             dispatched = self._dispatch.abandoned(claim)
         finally:
             del self._sending[task]
-            self._expired.discard(task)
+            if task in self._expired:  # the dispatch swallowed the watchdog's cancellation
+                self._expired.discard(task)
+                task.uncancel()
         if dispatched.outcome is not None:
             self._add_outcomes([dispatched.outcome], first=False)
         else:
