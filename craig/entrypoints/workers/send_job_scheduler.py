@@ -245,8 +245,8 @@ class SendJobScheduler:
     # --- dispatch (outside any transaction) ------------------------------------------------------
     async def _sender(self, ready: _Ready) -> None:
         """Dispatch ``ready``, then each next claimed job while one is waiting: one task for a run
-        of jobs, not a task per job (making, scheduling and tracking a task cost about as much as
-        the rest of a no-op dispatch). Between two jobs nothing is awaited, so at every await
+        of jobs, not a task per job (making, scheduling and tracking a task per job cost about a
+        twentieth of a no-op job's client CPU). Between two jobs nothing is awaited, so at every await
         each sender is dispatching exactly one job."""
         sender = asyncio.current_task()
         assert sender is not None
