@@ -20,6 +20,10 @@ and its ``exchange.sent`` outbox event committed. pgqueuer: ``PgQueuer.run`` wit
 consumer, one asyncpg connection each. procrastinate (drain only, ``--procrastinate-jobs``
 jobs, as it is much slower): one worker with ``concurrency=--workers``.
 
+Each drain of Craig's and pgqueuer's also prints the CPU time it cost per job: this process's
+(the consumers, nothing else runs in it meanwhile) and, on the embedded server, the server's
+processes' (read from ``/proc``).
+
 Rounds alternate the systems so drift on a shared machine hits all of them; medians are printed
 with Craig's ratio to each. Craig logs as ``craig worker`` does (``--log-level``, default INFO:
 a line per job on stderr; send it elsewhere with ``2>/dev/null``).
@@ -198,13 +202,11 @@ async def craig_drain_queued(database: PostgresDatabase, jobs: int, workers: int
     """Drain the ``jobs`` queued jobs with ``workers`` workers; jobs drained a second."""
     done = [0]
     consumers = await _craig_workers(database, workers, policy, done)
-    started = time.perf_counter()
-    await asyncio.gather(*(w.drain() for w in consumers))
-    elapsed = time.perf_counter() - started
+    rate = await _timed_drain(jobs, asyncio.gather(*(w.drain() for w in consumers)))
     await asyncio.gather(*(w.aclose() for w in consumers))
     if done[0] != jobs:
         raise RuntimeError(f"craig drained {done[0]} of {jobs} jobs")
-    return jobs / elapsed
+    return rate
 
 
 async def craig_drain(url: str, jobs: int, workers: int, policy: SendPolicy) -> float:
@@ -277,6 +279,45 @@ async def craig_produce_alone(url: str, seconds: float, *, uow_producer: bool) -
         await database.dispose()
 
 
+#: The postmaster of the embedded server this run started (none with ``CRAIG_BENCH_DATABASE_URL``).
+_POSTMASTER: list[int] = []
+#: The CPU time the last drain cost per job, in µs: this process's, and the server's processes'
+#: (None when the server is not the embedded one).
+LAST_DRAIN_CPU: list[tuple[float, float | None]] = []
+
+
+def _server_cpu_seconds() -> float | None:
+    """The embedded server's CPU time so far: its postmaster's, its live processes', and what its
+    exited processes left in the postmaster's count (Linux ``/proc``)."""
+    if not _POSTMASTER:
+        return None
+    postmaster, ticks = _POSTMASTER[0], 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # from the state on: ppid is [1]
+        except OSError:
+            continue  # it ended meanwhile
+        if int(stat.parent.name) == postmaster:
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        elif int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def _timed_drain(jobs: int, drain: Awaitable[Any]) -> float:
+    """Await ``drain``; jobs drained a second. Its CPU per job goes to :data:`LAST_DRAIN_CPU`."""
+    server = _server_cpu_seconds()
+    client = time.process_time()
+    started = time.perf_counter()
+    await drain
+    elapsed = time.perf_counter() - started
+    client = time.process_time() - client
+    after = _server_cpu_seconds()
+    server_us = None if server is None or after is None else (after - server) / jobs * 1e6
+    LAST_DRAIN_CPU[:] = [(client / jobs * 1e6, server_us)]
+    return jobs / elapsed
+
+
 async def _timed(seconds: float, stop: asyncio.Event, done: list[int], tasks: list[Awaitable[None]]) -> float:
     running = [asyncio.ensure_future(t) for t in tasks]
     await asyncio.sleep(seconds)
@@ -331,12 +372,10 @@ async def pgqueuer_run(url: str, workers: int, *, jobs: int = 0, seconds: float 
     queuers = await pgqueuer_consumers(url, workers, done)
     mode = QueueExecutionMode.drain if jobs else QueueExecutionMode.continuous
     if jobs:
-        started = time.perf_counter()
-        await asyncio.gather(*(pgq.run(batch_size=10, mode=mode) for pgq in queuers))
-        elapsed = time.perf_counter() - started
+        rate = await _timed_drain(jobs, asyncio.gather(*(pgq.run(batch_size=10, mode=mode) for pgq in queuers)))
         if done[0] != jobs:
             raise RuntimeError(f"pgqueuer drained {done[0]} of {jobs} jobs")
-        return jobs / elapsed
+        return rate
     stop = asyncio.Event()
 
     async def consume(pgq: Any) -> None:
@@ -410,9 +449,11 @@ def postgres_server() -> Iterator[str]:
     root.chmod(0o755)
     server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
     server.start()
+    _POSTMASTER[:] = [int((root / "pg" / "postmaster.pid").read_text().split()[0])]
     try:
         yield server.url("postgres")
     finally:
+        _POSTMASTER.clear()
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -447,10 +488,15 @@ def run(args: argparse.Namespace, server_url: str) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {name: [] for name in cases}
     for round_no in range(1, args.rounds + 1):
         for name, measure in cases.items():
+            LAST_DRAIN_CPU.clear()
             with fresh_database(server_url, migrated=name.startswith("craig")) as url:
                 rate = _loop_run(measure(url), args.uvloop)
             results[name].append(rate)
-            print(f"round {round_no}: {name:<24} {rate:9.0f} jobs/s", flush=True)
+            cpu = ""
+            if LAST_DRAIN_CPU:
+                client, server = LAST_DRAIN_CPU[0]
+                cpu = f"   CPU a job: client {client:4.0f} µs" + (f", server {server:4.0f} µs" if server else "")
+            print(f"round {round_no}: {name:<24} {rate:9.0f} jobs/s{cpu}", flush=True)
     return results
 
 

@@ -75,7 +75,7 @@ def unseal_optional(cipher: FieldCipher, column: EncryptedColumn, row_key: objec
 
 
 #: ``json.dumps(value, separators=(",", ":"))`` without making an encoder per call (dumps makes
-#: one whenever an option is given): the same JSON, a third cheaper.
+#: one whenever an option is given): the same JSON.
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 

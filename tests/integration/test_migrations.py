@@ -21,6 +21,18 @@ REVISIONS = [
 ]
 
 
+def assert_up_down_up(server_url: str, revision: str, previous: str, query: str, *, applied: int, undone: int) -> None:
+    """In a scratch database: upgrade to ``revision``, downgrade to ``previous``, upgrade again;
+    ``query`` finds ``applied`` rows after each upgrade and ``undone`` after the downgrade."""
+    with scratch_database(server_url) as url:
+        migrations.upgrade(url, revision)
+        assert len(fetch(url, query)) == applied
+        migrations.downgrade(url, previous)
+        assert len(fetch(url, query)) == undone
+        migrations.upgrade(url, revision)
+        assert len(fetch(url, query)) == applied
+
+
 @pytest.mark.parametrize(("revision", "previous", "tables"), REVISIONS, ids=[r[0] for r in REVISIONS])
 def test_a_revision_upgrades_downgrades_and_upgrades_again(
     pg_server_url: str, revision: str, previous: str, tables: set[str]
@@ -70,15 +82,8 @@ def test_0019_adds_the_send_jobs_origin_columns_and_drops_them_on_downgrade(pg_s
 
 def test_0020_drops_the_unread_partner_index_of_send_jobs_and_downgrade_brings_it_back(pg_server_url: str) -> None:
     index = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_exchange_send_jobs_partner'"
-    with scratch_database(pg_server_url) as url:
-        migrations.upgrade(url, "0019")
-        assert len(fetch(url, index)) == 1
-        migrations.upgrade(url, "0020")
-        assert fetch(url, index) == []
-        migrations.downgrade(url, "0019")
-        assert len(fetch(url, index)) == 1
-        migrations.upgrade(url, "0020")
-        assert fetch(url, index) == []
+    # At 0019 (after the downgrade) the index is there.
+    assert_up_down_up(pg_server_url, "0020", "0019", index, applied=0, undone=1)
 
 
 def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url: str) -> None:
@@ -86,24 +91,12 @@ def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url
         "SELECT indexname FROM pg_indexes WHERE indexname IN "
         "('idx_exchange_transactions_created', 'idx_exchange_send_jobs_failed', 'idx_idempotency_responses_failed')"
     )
-    with scratch_database(pg_server_url) as url:
-        migrations.upgrade(url, "0013")
-        assert len(fetch(url, indexes)) == 3
-        migrations.downgrade(url, "0010")
-        assert fetch(url, indexes) == []
-        migrations.upgrade(url, "0013")
-        assert len(fetch(url, indexes)) == 3
+    assert_up_down_up(pg_server_url, "0013", "0010", indexes, applied=3, undone=0)
 
 
 def test_0012_indexes_backing_off_outbox_events_and_downgrades_cleanly(pg_server_url: str) -> None:
     indexes = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_event_outbox_backing_off'"
-    with scratch_database(pg_server_url) as url:
-        migrations.upgrade(url, "0012")
-        assert len(fetch(url, indexes)) == 1
-        migrations.downgrade(url, "0010")
-        assert fetch(url, indexes) == []
-        migrations.upgrade(url, "0012")
-        assert len(fetch(url, indexes)) == 1
+    assert_up_down_up(pg_server_url, "0012", "0010", indexes, applied=1, undone=0)
 
 
 def test_0014_gives_every_idempotency_slot_an_id_and_downgrades_cleanly(pg_server_url: str) -> None:

@@ -22,7 +22,17 @@ from tests.support.exchange_data import a_partner, add_partner, add_transaction
 from tests.support.logs import craig_logging, json_lines
 
 
-class HeldGateway(PartnerGateway):
+class SendOnlyGateway(PartnerGateway):
+    """A gateway these tests only send through."""
+
+    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+class HeldGateway(SendOnlyGateway):
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.in_flight = 0
@@ -39,12 +49,6 @@ class HeldGateway(PartnerGateway):
             self.in_flight -= 1
         self.sent.append(str(delivery.correlation_id))
         return PartnerAnswer(200)
-
-    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        return None
 
 
 @pytest.fixture
@@ -141,7 +145,7 @@ async def test_a_send_past_its_deadline_is_abandoned_as_a_timeout_and_retried(ba
     assert stored.last_error == "timeout at the partner (the dispatch outlived its deadline inside the lease)"
 
 
-class HangsOnce(PartnerGateway):
+class HangsOnce(SendOnlyGateway):
     """Never answers the first request (its send is cancelled at its deadline), unless told to
     swallow that cancellation and answer; answers 200 to every later one at once. Remembers which
     task made each request, and how many cancellations that task had pending then."""
@@ -166,12 +170,6 @@ class HangsOnce(PartnerGateway):
                     raise
         self.sent.append(str(delivery.correlation_id))
         return PartnerAnswer(200)
-
-    async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        return None
 
 
 async def one_sender_two_jobs(backend: Backend, gateway: HangsOnce) -> list[SendJob]:

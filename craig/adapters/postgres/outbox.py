@@ -61,9 +61,6 @@ _STAGE = text(
 ).bindparams(bindparam("envelope", type_=JSONB))
 
 
-# Several events in one statement; WITH ORDINALITY keeps their order in the identity column.
-# Every aggregate's lock is taken first, in key order (the aggregate consumes the sorted keys
-# one by one), so two transactions staging the same aggregates cannot deadlock.
 def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
     """The array parameters of :data:`_STAGE_MANY`, each envelope stamped with the request's id
     and trace context (:func:`craig.adapters.telemetry.stamped`), as every outbox writer does."""
@@ -77,6 +74,9 @@ def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
     }
 
 
+# Several events in one statement; WITH ORDINALITY keeps their order in the identity column.
+# Every aggregate's lock is taken first, in key order (the aggregate consumes the sorted keys
+# one by one), so two transactions staging the same aggregates cannot deadlock.
 _STAGE_MANY = text(
     f"""
     WITH locked AS MATERIALIZED (

@@ -81,8 +81,12 @@ DUE = _DUE.format(exclude="CAST(:exclude AS uuid[])")
 # --- the recording -------------------------------------------------------------------------------
 # The SQL form of craig.domain.exchange.decided over outcomes ``o`` (the memory adapter runs the
 # function itself); a job is updated only while it carries the claim's lease token.
-OUTCOMES = """unnest(CAST(:ids AS uuid[]), CAST(:tokens AS bigint[]), CAST(:statuses AS text[]),
-                 CAST(:retry_ins AS float8[]), CAST(:errors AS text[])) AS o(id, token, status, retry_in, error)"""
+#: The outcomes ``o``, from one JSON document of one object an outcome (:func:`record_params`), not
+#: from an array a column: asyncpg checks and encodes every element of an array parameter one by
+#: one, which cost about a sixth of the send worker's CPU per job (counted with
+#: ``bench.send_job_cpu``), where msgspec writes a document in one call.
+OUTCOMES = """jsonb_to_recordset(CAST(:outcomes AS jsonb))
+                   AS o(id uuid, token bigint, status text, retry_in float8, error text)"""
 RECORD_SET = """status = o.status,
            next_attempt_at = CASE WHEN o.status = 'pending'
                                   THEN now() + make_interval(secs => o.retry_in)
@@ -93,15 +97,20 @@ RECORD_SET = """status = o.status,
 RECORD_WHERE = "j.id = o.id AND j.lease_token = o.token AND j.status IN ('in_flight', 'pending')"
 
 
-def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, list[Any]]:
-    """The array parameters of :data:`OUTCOMES`."""
-    return {
-        "ids": [job.id for job, _ in outcomes],
-        "tokens": [job.lease_token for job, _ in outcomes],
-        "statuses": [str(decision.status) for _, decision in outcomes],
-        "retry_ins": [_retry_in(decision) for _, decision in outcomes],
-        "errors": [_error(decision) for _, decision in outcomes],
-    }
+def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[str, str]:
+    """The parameter of :data:`OUTCOMES`: a row an outcome, the job's id and lease token and
+    what was decided."""
+    rows = [
+        {
+            "id": job.id,
+            "token": job.lease_token,
+            "status": str(decision.status),
+            "retry_in": _retry_in(decision),
+            "error": _error(decision),
+        }
+        for job, decision in outcomes
+    ]
+    return {"outcomes": _JSON.encode(rows).decode()}
 
 
 def _retry_in(decision: AttemptDecision) -> float:
@@ -166,12 +175,7 @@ RESERVE_CTES = """
     )"""
 
 # --- the pass --------------------------------------------------------------------------------------
-#: The pass's outcomes and events arrive as two JSON documents (:func:`pass_params`), not as a
-#: dozen arrays: asyncpg checks and encodes every element of an array parameter one by one, which
-#: cost about a sixth of the worker's CPU per job (counted with ``bench.send_job_cpu``), where
-#: msgspec writes a document in one call.
-_OUTCOMES_DOCUMENT = """jsonb_to_recordset(CAST(:outcomes AS jsonb))
-                   AS o(id uuid, token bigint, status text, retry_in float8, error text)"""
+#: The pass's events arrive as a JSON document too (:func:`pass_params`), as its outcomes do.
 _EVENTS_DOCUMENT = """ROWS FROM (jsonb_to_recordset(CAST(:events AS jsonb))
                    AS (job_id uuid, id uuid, envelope jsonb, type text, aggregate_type text, aggregate_id text))
                    WITH ORDINALITY AS e(job_id, id, envelope, type, aggregate_type, aggregate_id, n)"""
@@ -188,7 +192,7 @@ STAGED_AGGREGATES = """(SELECT job_id, aggregate_type AS t, aggregate_id AS i FR
 PASS = RawStatement(
     f"""
     WITH outcomes AS MATERIALIZED (
-        SELECT * FROM {_OUTCOMES_DOCUMENT}
+        SELECT * FROM {OUTCOMES}
     ), events AS MATERIALIZED (
         SELECT * FROM {_EVENTS_DOCUMENT}
     ), free AS (
@@ -266,21 +270,11 @@ def pass_params(
 ) -> dict[str, Any]:
     """The parameters of :data:`PASS`: record ``outcomes`` (staging the event of each one
     recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
-    ``max_rate_wait``. The outcomes (the columns :func:`record_params` gives) and their events,
+    ``max_rate_wait``. The outcomes (as :func:`record_params` gives them) and their events,
     stamped as every outbox writer stamps them, go as two JSON documents of one object a row."""
-    outcome_rows = [
-        {
-            "id": o.job.id,
-            "token": o.job.lease_token,
-            "status": str(o.decision.status),
-            "retry_in": _retry_in(o.decision),
-            "error": _error(o.decision),
-        }
-        for o in outcomes
-    ]
     event_rows = [_event_row(o.job.id, o.event) for o in outcomes if o.event is not None]
     return {
-        "outcomes": _JSON.encode(outcome_rows).decode(),
+        **record_params([(o.job, o.decision) for o in outcomes]),
         "events": _JSON.encode(event_rows).decode(),
         "limit": claim,
         "lease": lease.total_seconds(),

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, FLOAT, TEXT
+from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.sql import bindparam
 
@@ -81,16 +81,9 @@ _EXPIRED = text(
        FOR UPDATE SKIP LOCKED
     """
 )
-RECORD_PARAMS = (
-    bindparam("ids", type_=UUIDS),
-    bindparam("tokens", type_=ARRAY(BIGINT)),
-    bindparam("statuses", type_=ARRAY(TEXT)),
-    bindparam("retry_ins", type_=ARRAY(FLOAT)),
-    bindparam("errors", type_=ARRAY(TEXT)),
-)
 _RECORD = text(
     f"UPDATE exchange_send_jobs j SET {RECORD_SET} FROM {OUTCOMES} WHERE {RECORD_WHERE} RETURNING {RETURNING}"
-).bindparams(*RECORD_PARAMS)
+).bindparams(bindparam("outcomes", type_=TEXT))
 _DEFER = text(
     """
     UPDATE exchange_send_jobs

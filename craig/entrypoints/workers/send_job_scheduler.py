@@ -250,17 +250,15 @@ class SendJobScheduler:
         each sender is dispatching exactly one job."""
         sender = asyncio.current_task()
         assert sender is not None
-        while True:
-            await self._dispatch_job(ready)
-            following = self._ready.popleft() if self._ready else None
-            if following is None:
-                self._senders.discard(sender)
+        job: _Ready | None = ready
+        while job is not None:
+            await self._dispatch_job(job)
+            job = self._ready.popleft() if self._ready else None
+            if job is None:
+                self._senders.discard(sender)  # it ends: no longer counted
             # Wake the loop only when it has something to do: a whole batch fits, or all is idle.
             if not self._senders or self._room() >= self.policy.claim_batch:
                 self._slot_freed.set()
-            if following is None:
-                return
-            ready = following
 
     async def _dispatch_job(self, ready: _Ready) -> None:
         started = time.monotonic()
