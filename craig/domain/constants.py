@@ -92,7 +92,8 @@ INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS: Final = 1_000_000
 RABBIT_INFRASTRUCTURE_RETRY: Final = timedelta(seconds=5)
 #: RabbitMQ: the ``x-last-error`` header of a retried or dead-lettered message is cut to this.
 RABBIT_HEADER_ERROR_MAX_CHARS: Final = 1000
-#: RabbitMQ: a broadcast queue (one per instance) outlives its last consumer by this long.
+#: RabbitMQ: the lease of a broadcast subscription's retry queues (one set per instance): RabbitMQ
+#: deletes them this long after they were last declared, so a dead instance's go away.
 RABBIT_BROADCAST_QUEUE_EXPIRES_MS: Final = 60 * 60 * 1000
 #: RabbitMQ: unacknowledged messages per consumer channel.
 RABBIT_PREFETCH: Final = 32

@@ -56,7 +56,10 @@ def _alive(pid: int) -> bool:
 def _production(
     tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames, s3_server: SeaweedS3, s3_bucket: str
 ) -> dict[str, str]:
-    broker_names.queue("dead-letters")  # deleted after the test (the retry queues expire by themselves)
+    # Deleted after the test: a parent killed outright leaves its broadcast queues behind (the
+    # children, stopped cleanly, delete theirs).
+    for name in ("dead-letters", "rules-cache.api", *(f"rules-cache.api.retry.{n}" for n in range(1, 6))):
+        broker_names.queue(name)
     return _environment(
         tmp_path,
         CRAIG_PROFILE="production",

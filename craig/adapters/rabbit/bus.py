@@ -22,10 +22,18 @@ backoff that doubles per consecutive failure on its queue (``BUS_SETTLE_BACKOFF_
 redelivery, and one inbox transaction, per pause instead of a tight loop.
 
 A broadcast subscription gets ``p.c.<instance>`` (auto-deleted) so every instance sees every
-event. The relay's batches go out through ``publish_many``: aio-pika directly, on a connection
-and confirm-mode channel of their own, with many publishes in flight (a window) and each event's
-own confirm awaited. Publishing waits for the broker's confirm, is persistent and ``mandatory``: a message the
-broker cannot route is returned and its publish fails, except an event, which then goes to
+event. Its retry queues ``p.c.<instance>.retry.N`` are the instance's own too: RabbitMQ deletes
+them ``RABBIT_BROADCAST_QUEUE_EXPIRES_MS`` after they were last declared (``x-expires``), so
+those of an instance that died go away. A queue no one consumes counts as unused however much is
+published to it, so the bus declares a broadcast retry queue again before it re-publishes to it
+once half that lease has run (a live instance's retry queue never expires with a retry in it),
+and an instance that stops cleanly deletes its broadcast retry queues itself. A retry queue
+found gone (deleted by hand) is declared again and the retry re-published.
+
+The relay's batches go out through ``publish_many``: aio-pika directly, on a connection and
+confirm-mode channel of their own, with many publishes in flight (a window) and each event's own
+confirm awaited. Publishing waits for the broker's confirm, is persistent and ``mandatory``: a
+message the broker cannot route is returned and its publish fails, except an event, which then goes to
 ``p.unrouted`` directly. That covers an events exchange declared before Craig gave it its
 alternate exchange: RabbitMQ refuses to redeclare it with the argument (PRECONDITION_FAILED),
 so Craig logs how to add it by policy and keeps the exchange as it is.
@@ -44,6 +52,7 @@ from typing import Any, cast
 
 import aio_pika
 import aiormq
+import attrs
 import structlog
 from faststream import AckPolicy
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
@@ -97,8 +106,10 @@ class RabbitEventBus(EventBus):
         instance_id: str,
         prefetch: int = RABBIT_PREFETCH,
         publish_timeout_seconds: float = RABBIT_PUBLISH_TIMEOUT.total_seconds(),
+        broadcast_queue_expires_ms: int = RABBIT_BROADCAST_QUEUE_EXPIRES_MS,
     ) -> None:
         self.url = url
+        self.broadcast_queue_expires_ms = broadcast_queue_expires_ms
         self.prefix = queue_prefix
         self.instance_id = instance_id
         self.publish_timeout = publish_timeout_seconds
@@ -127,6 +138,7 @@ class RabbitEventBus(EventBus):
         self.dead_letter_queue = f"{queue_prefix}.dead-letters"
         self._consumer_of: dict[str, str] = {}  # work queue -> inbox consumer key
         self._settle_failures: dict[str, int] = {}  # work queue -> consecutive settle failures
+        self._retry_queues: dict[str, _RetryQueue] = {}  # every retry queue this bus declared
         self._connected = False
         #: ``publish_many``'s own connection and confirm-mode channel, opened on first use.
         self._batch_connection: aio_pika.abc.AbstractRobustConnection | None = None
@@ -193,23 +205,55 @@ class RabbitEventBus(EventBus):
     async def _declare(self, subscription: Subscription) -> RabbitQueue:
         name = self.work_queue(subscription)
         self._consumer_of[name] = subscription.inbox_consumer(self.instance_id)
-        extra: dict[str, Any] = {"x-expires": RABBIT_BROADCAST_QUEUE_EXPIRES_MS} if subscription.broadcast else {}
-        queue = RabbitQueue(name, durable=not subscription.broadcast, auto_delete=subscription.broadcast)
+        broadcast = subscription.broadcast
+        extra: dict[str, Any] = {"x-expires": self.broadcast_queue_expires_ms} if broadcast else {}
+        queue = RabbitQueue(name, durable=not broadcast, auto_delete=broadcast)
         declared = await self.broker.declare_queue(queue)
         for pattern in subscription.event_types:
             await declared.bind(self.events.name, routing_key=pattern)
         for level in range(1, INBOX_MAX_RETRIES + 1):
-            await self.broker.declare_queue(
+            retry_name = self.retry_queue(name, level)
+            retry = await self.broker.declare_queue(
                 RabbitQueue(
-                    self.retry_queue(name, level),
-                    durable=not subscription.broadcast,
+                    retry_name,
+                    durable=not broadcast,
                     arguments=cast(
                         "ClassicQueueArgs",
                         {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
                     ),
                 )
             )
+            self._retry_queues[retry_name] = _RetryQueue(retry, broadcast, asyncio.get_running_loop().time())
         return queue
+
+    async def _declare_again(self, retry: _RetryQueue) -> None:
+        """Declare ``retry`` again, as it was: made anew if it is gone, its lease renewed if not."""
+        await retry.queue.declare()
+        retry.declared_at = asyncio.get_running_loop().time()
+
+    async def _delete_broadcast_retry_queues(self) -> None:
+        """This instance's broadcast retry queues, which no other instance reads (its broadcast work
+        queues went with their consumer). On a connection of its own, after the consumers stopped,
+        so no retry is settled into a queue meanwhile; an unreachable broker leaves them to expire."""
+        names = [name for name, retry in self._retry_queues.items() if retry.broadcast]
+        if not names:
+            return
+        for name in names:
+            del self._retry_queues[name]
+        try:
+            async with asyncio.timeout(RABBIT_PING_TIMEOUT.total_seconds()):
+                connection = await aio_pika.connect(self.url)
+                async with connection:
+                    channel = await connection.channel()
+                    for name in names:
+                        await channel.queue_delete(name)
+        except Exception as error:
+            log.warning(
+                "could not delete this instance's broadcast retry queues; RabbitMQ deletes them "
+                "once their lease runs out",
+                queues=names,
+                error=str(error),
+            )
 
     async def consume(self, consumers: Sequence[tuple[Subscription, Delivery]]) -> None:
         await self.connect([])  # the queues are declared below, once each
@@ -248,6 +292,7 @@ class RabbitEventBus(EventBus):
         finally:
             await self.broker.stop()
             self._connected = False
+            await self._delete_broadcast_retry_queues()
 
     async def ping(self) -> None:
         if not self._connected or not await self.broker.ping(timeout=RABBIT_PING_TIMEOUT.total_seconds()):
@@ -465,13 +510,7 @@ class RabbitEventBus(EventBus):
             }
             if outcome.first_failed_at:
                 retry_headers["x-first-failed-at"] = outcome.first_failed_at.isoformat()
-            await self._send(
-                raw,
-                queue=self.retry_queue(queue, outcome.retry_count),
-                message_id=message_id,
-                headers=retry_headers,
-                expiration=outcome.delay,
-            )
+            await self._retry(raw, self.retry_queue(queue, outcome.retry_count), message_id, retry_headers, outcome)
             return
         await self.publish_dlx(
             raw,
@@ -482,6 +521,40 @@ class RabbitEventBus(EventBus):
             last_error=outcome.error,
             first_failed_at=outcome.first_failed_at,
         )
+
+    async def _retry(
+        self, raw: bytes, name: str, message_id: str | None, headers: dict[str, Any], outcome: RedeliverLater
+    ) -> None:
+        """Re-publish to the retry queue ``name``, declaring it again first when its lease is half
+        run (a broadcast one), and once more if RabbitMQ returns the message (the queue is gone)."""
+        retry = self._retry_queues.get(name)
+        if retry is not None and retry.broadcast:
+            lease = self.broadcast_queue_expires_ms / 1000
+            if asyncio.get_running_loop().time() - retry.declared_at > lease / 2:
+                await self._declare_again(retry)
+
+        async def send() -> None:
+            await self._send(raw, queue=name, message_id=message_id, headers=headers, expiration=outcome.delay)
+
+        try:
+            await send()
+        except Unroutable:
+            if retry is None:
+                raise
+            log.warning("a retry queue was gone (deleted by hand?); it is declared again", queue=name)
+            await self._declare_again(retry)
+            await send()
+
+
+@attrs.define
+class _RetryQueue:
+    """A retry queue as this bus declared it."""
+
+    queue: aio_pika.abc.AbstractRobustQueue
+    #: A broadcast subscription's: this instance's own, with a lease (``x-expires``).
+    broadcast: bool
+    #: When it was last declared (the event loop's clock): the start of its lease.
+    declared_at: float
 
 
 def _event_headers(envelope: EventEnvelope, trace_headers: dict[str, str]) -> dict[str, Any]:
