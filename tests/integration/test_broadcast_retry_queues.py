@@ -12,6 +12,7 @@ import pytest
 import structlog
 
 from craig.adapters.rabbit.bus import RabbitEventBus
+from craig.entrypoints.settings import InboxSettings
 from craig.entrypoints.workers.messaging import consumers_running
 from craig.ports.messaging import Subscription
 from tests.contract.test_event_bus import Recorder, _event, _eventually, _has_effect, _inbox_row
@@ -59,8 +60,57 @@ async def test_a_live_instance_declares_an_expired_retry_queue_again_before_it_r
             assert record.error_count == 1 and record.processed_at is not None
             # Declared again before the retry went in (renewing, not repairing after a return),
             # and the retry went through the retry queue, not the pause-and-requeue path.
-            assert await _exists(rabbit_url, first)
             assert not [line for line in logs if line["log_level"] == "warning"], logs
+
+
+async def test_a_broadcast_retry_waits_at_most_half_the_lease_of_its_queue(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A retry longer than the queue's lease would be deleted with its queue: it is shortened."""
+    recorder = Recorder(fail_times=1)
+    subscription = Subscription("recorder", ("tests.*",), recorder, broadcast=True)
+    ten_minutes = InboxSettings(backoff_base_seconds=600, backoff_cap_seconds=600)
+    async with bus_container("rabbit", request, tmp_path, inbox=ten_minutes) as container:
+        bus = container.event_bus()
+        bus.broadcast_queue_expires_ms = 2_000
+        async with consumers_running(container, subscriptions=[subscription]):
+            envelope = _event()
+            await bus.publish(envelope)
+            # A bound that only stops a hung test: 10 minutes unless the wait was shortened to 1 s.
+            await _eventually(lambda: _has_effect(container, envelope.id), "the retry, after at most 1 s")
+        assert recorder.calls[envelope.id] == 2
+
+
+async def test_a_refused_declaration_of_a_retry_queue_leaves_the_consumers_working(
+    request: pytest.FixtureRequest, tmp_path: Path, rabbit_url: str
+) -> None:
+    """Someone made a retry queue again by hand, with other arguments: declaring it as Craig did
+    is refused (PRECONDITION_FAILED), which closes the channel it was tried on. That is a channel
+    of its own: the message goes round the pause-and-requeue path and every delivery goes on."""
+    recorder = Recorder(fail_times=1)
+    subscription = Subscription("recorder", ("tests.*",), recorder, broadcast=True)
+    async with bus_container("rabbit", request, tmp_path) as container:
+        bus = container.event_bus()
+        bus.broadcast_queue_expires_ms = 200  # a lease so short that the retry below renews it first
+        first = _retry_queues(bus)[0]
+        async with consumers_running(container, subscriptions=[subscription]):
+            connection = await aio_pika.connect(rabbit_url, timeout=5)
+            async with connection:
+                channel = await connection.channel()
+                await channel.queue_delete(first)
+                await channel.declare_queue(first, durable=True)
+            await asyncio.sleep(0.2)  # more than half the lease has run since the bus declared it
+            first_event, next_event = _event(), _event()
+            with structlog.testing.capture_logs() as logs:
+                await bus.publish(first_event)
+                await _eventually(lambda: _has_effect(container, first_event.id), "processing after a requeue")
+                # The consumers' channel is untouched: the next event is delivered, and fares the same.
+                await bus.publish(next_event)
+                await _eventually(lambda: _has_effect(container, next_event.id), "the next delivery")
+            assert recorder.calls[first_event.id] == 2 and recorder.calls[next_event.id] == 2
+            refused = [line for line in logs if "could not settle" in line["event"]]
+            assert len(refused) == 2 and all("PRECONDITION_FAILED" in line["error"] for line in refused), logs
+        assert not await _exists(rabbit_url, first)  # deleted with the instance's own, all the same
 
 
 async def _expired(url: str, queue: str, lease_seconds: float) -> None:

@@ -35,16 +35,11 @@ def rabbit_bus(url: str, names: object, instance: str = "test") -> RabbitEventBu
 async def bus_container(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, **sections: object
 ) -> AsyncIterator[Container]:
-    """A running container of ``kind`` (memory / postgres / rabbit), fast retries."""
+    """A running container of ``kind`` (memory / postgres / rabbit), fast retries unless ``sections``
+    say otherwise."""
     pg_url = request.getfixturevalue("pg_url") if kind != "memory" else None
-    settings = make_settings(
-        "memory" if kind == "memory" else "postgres",
-        tmp_path,
-        pg_url,
-        inbox=FAST_RETRIES,
-        outbox=OutboxSettings(poll_interval_seconds=0.2),
-        **sections,
-    )
+    sections = {"inbox": FAST_RETRIES, "outbox": OutboxSettings(poll_interval_seconds=0.2), **sections}
+    settings = make_settings("memory" if kind == "memory" else "postgres", tmp_path, pg_url, **sections)
     container = make_container(settings)
     if kind == "rabbit":
         names = request.getfixturevalue("broker_names")

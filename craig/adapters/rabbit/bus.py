@@ -25,10 +25,10 @@ A broadcast subscription gets ``p.c.<instance>`` (auto-deleted) so every instanc
 event. Its retry queues ``p.c.<instance>.retry.N`` are the instance's own too: RabbitMQ deletes
 them ``RABBIT_BROADCAST_QUEUE_EXPIRES_MS`` after they were last declared (``x-expires``), so
 those of an instance that died go away. A queue no one consumes counts as unused however much is
-published to it, so the bus declares a broadcast retry queue again before it re-publishes to it
-once half that lease has run (a live instance's retry queue never expires with a retry in it),
-and an instance that stops cleanly deletes its broadcast retry queues itself. A retry queue
-found gone (deleted by hand) is declared again and the retry re-published.
+published to it, so a live instance's broadcast retry waits at most half that lease and its queue
+is declared again first when the lease could run out before the retry leaves it (see
+``_retry``); an instance that stops cleanly deletes its broadcast retry queues itself. A retry
+queue found gone (deleted by hand) is declared again and the retry re-published.
 
 The relay's batches go out through ``publish_many``: aio-pika directly, on a connection and
 confirm-mode channel of their own, with many publishes in flight (a window) and each event's own
@@ -46,8 +46,8 @@ import json
 import logging
 import random
 import re
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import aio_pika
@@ -144,6 +144,7 @@ class RabbitEventBus(EventBus):
         self._batch_connection: aio_pika.abc.AbstractRobustConnection | None = None
         self._batch_channel: aio_pika.abc.AbstractChannel | None = None
         self._batch_lock = asyncio.Lock()
+        self._side_lock = asyncio.Lock()
 
     # --- names ------------------------------------------------------------------------------
     def work_queue(self, subscription: Subscription) -> str:
@@ -213,40 +214,65 @@ class RabbitEventBus(EventBus):
             await declared.bind(self.events.name, routing_key=pattern)
         for level in range(1, INBOX_MAX_RETRIES + 1):
             retry_name = self.retry_queue(name, level)
-            retry = await self.broker.declare_queue(
-                RabbitQueue(
-                    retry_name,
-                    durable=not broadcast,
-                    arguments=cast(
-                        "ClassicQueueArgs",
-                        {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
-                    ),
-                )
+            retry = _RetryQueue(
+                durable=not broadcast,
+                arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name, **extra},
+                broadcast=broadcast,
+                declared_at=asyncio.get_running_loop().time(),
             )
-            self._retry_queues[retry_name] = _RetryQueue(retry, broadcast, asyncio.get_running_loop().time())
+            await self.broker.declare_queue(
+                RabbitQueue(retry_name, durable=retry.durable, arguments=cast("ClassicQueueArgs", retry.arguments))
+            )
+            self._retry_queues[retry_name] = retry
         return queue
 
-    async def _declare_again(self, retry: _RetryQueue) -> None:
-        """Declare ``retry`` again, as it was: made anew if it is gone, its lease renewed if not."""
-        await retry.queue.declare()
+    async def _declare_again(self, name: str, retry: _RetryQueue) -> None:
+        """Declare the retry queue ``name`` again, as it was first declared: made anew if it is
+        gone, its lease renewed if not. On a channel of its own, bounded by the publish timeout: a
+        declaration the broker refuses (the queue was made again by hand, with other arguments)
+        closes that channel, never the one the consumers and publishes use."""
+
+        async def declare(channel: aio_pika.abc.AbstractRobustChannel) -> None:
+            await channel.declare_queue(name, durable=retry.durable, arguments=retry.arguments, robust=False)
+
+        try:
+            await self._on_a_channel_of_its_own(declare, self.publish_timeout)
+        except Exception as error:
+            raise BrokerUnavailable(
+                f"cannot declare the retry queue {name} again: {type(error).__name__}: {error}"
+            ) from error
         retry.declared_at = asyncio.get_running_loop().time()
+
+    async def _on_a_channel_of_its_own(
+        self, work: Callable[[aio_pika.abc.AbstractRobustChannel], Awaitable[None]], timeout: float
+    ) -> None:
+        """``work`` on a fresh channel of ``publish_many``'s connection, closed afterwards; the
+        whole of it (opening the connection too) within ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            channel = await (await self._side_connection()).channel()
+            try:
+                await work(channel)
+            finally:
+                if not channel.is_closed:
+                    await channel.close()
 
     async def _delete_broadcast_retry_queues(self) -> None:
         """This instance's broadcast retry queues, which no other instance reads (its broadcast work
-        queues went with their consumer). On a connection of its own, after the consumers stopped,
-        so no retry is settled into a queue meanwhile; an unreachable broker leaves them to expire."""
+        queues went with their consumer), and any retry still waiting in them, which was for this
+        instance alone. Called after the consumers stopped, so no retry is settled into them
+        meanwhile; an unreachable broker leaves them to their lease."""
         names = [name for name, retry in self._retry_queues.items() if retry.broadcast]
         if not names:
             return
         for name in names:
             del self._retry_queues[name]
+
+        async def delete(channel: aio_pika.abc.AbstractRobustChannel) -> None:
+            for name in names:
+                await channel.queue_delete(name)
+
         try:
-            async with asyncio.timeout(RABBIT_PING_TIMEOUT.total_seconds()):
-                connection = await aio_pika.connect(self.url)
-                async with connection:
-                    channel = await connection.channel()
-                    for name in names:
-                        await channel.queue_delete(name)
+            await self._on_a_channel_of_its_own(delete, RABBIT_PING_TIMEOUT.total_seconds())
         except Exception as error:
             log.warning(
                 "could not delete this instance's broadcast retry queues; RabbitMQ deletes them "
@@ -285,14 +311,16 @@ class RabbitEventBus(EventBus):
 
     async def close(self) -> None:
         self._on_connected.clear()
-        connection, self._batch_connection, self._batch_channel = self._batch_connection, None, None
         try:
-            if connection is not None:
-                await connection.close()
-        finally:
             await self.broker.stop()
+        finally:
             self._connected = False
-            await self._delete_broadcast_retry_queues()
+            try:
+                await self._delete_broadcast_retry_queues()
+            finally:
+                connection, self._batch_connection, self._batch_channel = self._batch_connection, None, None
+                if connection is not None:
+                    await connection.close()
 
     async def ping(self) -> None:
         if not self._connected or not await self.broker.ping(timeout=RABBIT_PING_TIMEOUT.total_seconds()):
@@ -385,12 +413,18 @@ class RabbitEventBus(EventBus):
 
         return list(await asyncio.gather(*(one(envelope) for envelope in envelopes)))
 
+    async def _side_connection(self) -> aio_pika.abc.AbstractRobustConnection:
+        """A connection of this bus's own beside FastStream's, opened on first use: ``publish_many``
+        publishes on it, and declarations that must not risk the consumers' channel run on it."""
+        async with self._side_lock:
+            if self._batch_connection is None:
+                self._batch_connection = await aio_pika.connect_robust(self.url, timeout=self.publish_timeout)
+            return self._batch_connection
+
     async def _batch_publishing_channel(self) -> aio_pika.abc.AbstractChannel:
         async with self._batch_lock:
             if self._batch_channel is None or self._batch_channel.is_closed:
-                if self._batch_connection is None:
-                    self._batch_connection = await aio_pika.connect_robust(self.url, timeout=self.publish_timeout)
-                self._batch_channel = await self._batch_connection.channel(
+                self._batch_channel = await (await self._side_connection()).channel(
                     publisher_confirms=True, on_return_raises=True
                 )
             return self._batch_channel
@@ -525,16 +559,23 @@ class RabbitEventBus(EventBus):
     async def _retry(
         self, raw: bytes, name: str, message_id: str | None, headers: dict[str, Any], outcome: RedeliverLater
     ) -> None:
-        """Re-publish to the retry queue ``name``, declaring it again first when its lease is half
-        run (a broadcast one), and once more if RabbitMQ returns the message (the queue is gone)."""
+        """Re-publish to the retry queue ``name``, and once more after declaring it again if
+        RabbitMQ returns the message (the queue is gone).
+
+        A broadcast retry queue expires a lease after it was last declared, taking what it holds.
+        So a broadcast retry waits at most half the lease (however long the backoff), and its
+        queue is declared again first unless the retry leaves it before half the lease has run:
+        a retry always leaves its queue at least half a lease before the queue could expire."""
         retry = self._retry_queues.get(name)
+        delay = outcome.delay
         if retry is not None and retry.broadcast:
-            lease = self.broadcast_queue_expires_ms / 1000
-            if asyncio.get_running_loop().time() - retry.declared_at > lease / 2:
-                await self._declare_again(retry)
+            half_lease = self.broadcast_queue_expires_ms / 2000
+            delay = min(delay, timedelta(seconds=half_lease))
+            if asyncio.get_running_loop().time() + delay.total_seconds() - retry.declared_at > half_lease:
+                await self._declare_again(name, retry)
 
         async def send() -> None:
-            await self._send(raw, queue=name, message_id=message_id, headers=headers, expiration=outcome.delay)
+            await self._send(raw, queue=name, message_id=message_id, headers=headers, expiration=delay)
 
         try:
             await send()
@@ -542,7 +583,7 @@ class RabbitEventBus(EventBus):
             if retry is None:
                 raise
             log.warning("a retry queue was gone (deleted by hand?); it is declared again", queue=name)
-            await self._declare_again(retry)
+            await self._declare_again(name, retry)
             await send()
 
 
@@ -550,7 +591,8 @@ class RabbitEventBus(EventBus):
 class _RetryQueue:
     """A retry queue as this bus declared it."""
 
-    queue: aio_pika.abc.AbstractRobustQueue
+    durable: bool
+    arguments: dict[str, Any]
     #: A broadcast subscription's: this instance's own, with a lease (``x-expires``).
     broadcast: bool
     #: When it was last declared (the event loop's clock): the start of its lease.
