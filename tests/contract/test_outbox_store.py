@@ -146,6 +146,19 @@ async def test_failed_event_backs_off_and_blocks_its_aggregate_only(backend: Bac
         assert batch.events[0].attempts == 1
 
 
+async def test_a_backoff_runs_from_when_the_failure_is_recorded_not_from_the_claim(backend: Backend) -> None:
+    slow = event("S", 1)
+    await stage(backend, slow)
+    async with backend.outbox.claim_batch(10) as batch:
+        await backend.sleep(0.6)  # the batch's publishes take a while (a confirm timing out)
+        await batch.mark_failed([PublishFailure(batch.events[0].id, "no confirm", timedelta(seconds=0.5))])
+    async with backend.outbox.claim_batch(10) as batch:
+        assert list(batch.events) == []  # still backing off: the 0.5 s began when it was recorded
+    await backend.sleep(0.6)
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [slow]
+
+
 async def test_purge_removes_published_rows_past_retention(backend: Backend) -> None:
     await stage(backend, event("old"), event("pending"))
     async with backend.outbox.claim_batch(1) as batch:

@@ -38,7 +38,8 @@ _FAILURE = text(
            last_error = :error,
            first_failed_at = coalesce(first_failed_at, now()),
            failed_at = CASE WHEN CAST(:retry_in AS float8) IS NULL THEN now() END,
-           next_attempt_at = now() + make_interval(secs => coalesce(CAST(:retry_in AS float8), 0))
+           -- from now, not from the start of the transaction the handler ran in
+           next_attempt_at = clock_timestamp() + make_interval(secs => coalesce(CAST(:retry_in AS float8), 0))
      WHERE consumer = :consumer AND event_id = :event_id
     RETURNING {_COLUMNS}
     """

@@ -156,12 +156,14 @@ _OLDEST_OUTSIDE = text(
 _MARK_PUBLISHED = text(
     "UPDATE event_outbox SET published_at = now(), last_error = NULL WHERE id = ANY(:ids)"
 ).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
+# The backoff runs from now, not from the batch's claim (now() is when its transaction began, and
+# the batch's publishes ran in between): a delay shorter than the publishing would be over at once.
 _MARK_FAILED = text(
     """
     UPDATE event_outbox o
        SET attempts = o.attempts + 1,
            last_error = f.error,
-           next_attempt_at = now() + make_interval(secs => f.delay)
+           next_attempt_at = clock_timestamp() + make_interval(secs => f.delay)
       FROM unnest(:ids, :errors, :delays) AS f(id, error, delay)
      WHERE o.id = f.id
     """

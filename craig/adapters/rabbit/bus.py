@@ -46,7 +46,8 @@ import json
 import logging
 import random
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -145,6 +146,7 @@ class RabbitEventBus(EventBus):
         self._batch_channel: aio_pika.abc.AbstractChannel | None = None
         self._batch_lock = asyncio.Lock()
         self._side_lock = asyncio.Lock()
+        self._in_flight: dict[str, _InFlight] = {}  # message id -> its publishes (see _alone_with)
 
     # --- names ------------------------------------------------------------------------------
     def work_queue(self, subscription: Subscription) -> str:
@@ -288,6 +290,10 @@ class RabbitEventBus(EventBus):
             subscriber = self.broker.subscriber(
                 RabbitQueue(queue.name, durable=queue.durable, auto_delete=queue.auto_delete, declare=False),
                 ack_policy=AckPolicy.MANUAL,
+                # The body as it came: the handler parses it, and dead-letters what does not
+                # parse. FastStream's own decoding (JSON by content type) raises before the
+                # handler runs, and such a message stays unacknowledged, holding a prefetch slot.
+                decoder=_body_as_it_came,
             )
             subscriber(self._handler(queue.name, delivery))
             if subscription.on_connected is not None:
@@ -413,6 +419,40 @@ class RabbitEventBus(EventBus):
 
         return list(await asyncio.gather(*(one(envelope) for envelope in envelopes)))
 
+    async def queue_exists(self, name: str) -> bool:
+        """Whether RabbitMQ has a queue ``name`` (asked on a channel of its own: asking about a
+        missing queue closes the channel)."""
+
+        async def ask(channel: aio_pika.abc.AbstractRobustChannel) -> None:
+            await channel.declare_queue(name, passive=True, robust=False)
+
+        try:
+            await self._on_a_channel_of_its_own(ask, self.publish_timeout)
+        except aio_pika.exceptions.ChannelNotFoundEntity:
+            return False
+        except Exception as error:
+            raise BrokerUnavailable(f"cannot ask RabbitMQ about the queue {name}: {error}") from error
+        return True
+
+    @asynccontextmanager
+    async def _alone_with(self, message_id: str | None) -> AsyncIterator[None]:
+        """While no other publish of this bus's with ``message_id`` is in flight. aiormq finds the
+        publish a returned message answers by its ``message_id``, the latest with that id on the
+        channel: two at once (two subscriptions retrying one event) would have one's return
+        fail the other's publish, and the returned one reported confirmed (lost)."""
+        if message_id is None:
+            yield
+            return
+        entry = self._in_flight.setdefault(message_id, _InFlight())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if not entry.users:
+                del self._in_flight[message_id]
+
     async def _side_connection(self) -> aio_pika.abc.AbstractRobustConnection:
         """A connection of this bus's own beside FastStream's, opened on first use: ``publish_many``
         publishes on it, and declarations that must not risk the consumers' channel run on it."""
@@ -431,14 +471,15 @@ class RabbitEventBus(EventBus):
 
     async def _send(self, body: bytes, **kwargs: Any) -> None:
         try:
-            await self.broker.publish(
-                body,
-                persist=True,
-                mandatory=True,
-                content_type="application/json",
-                timeout=self.publish_timeout,
-                **kwargs,
-            )
+            async with self._alone_with(kwargs.get("message_id")):
+                await self.broker.publish(
+                    body,
+                    persist=True,
+                    mandatory=True,
+                    content_type="application/json",
+                    timeout=self.publish_timeout,
+                    **kwargs,
+                )
         except aiormq.exceptions.PublishError as error:
             raise Unroutable(f"publish returned by RabbitMQ, no queue takes it: {error}") from error
         except Exception as error:
@@ -482,9 +523,7 @@ class RabbitEventBus(EventBus):
                     outcome = await self._deliver(delivery, envelope, queue, headers)
                 except Exception as error:  # the inbox itself failed (database down)
                     log.warning("delivery failed before the inbox recorded it", queue=queue, error=str(error))
-                    outcome = RedeliverLater(
-                        RABBIT_INFRASTRUCTURE_RETRY, int(headers.get("x-retry-count", 0)), str(error), None
-                    )
+                    outcome = RedeliverLater(RABBIT_INFRASTRUCTURE_RETRY, retry_count(headers), str(error), None)
             try:
                 await self._settle(queue, raw, message.message_id, headers, outcome)
             except Exception as error:
@@ -585,6 +624,30 @@ class RabbitEventBus(EventBus):
             log.warning("a retry queue was gone (deleted by hand?); it is declared again", queue=name)
             await self._declare_again(name, retry)
             await send()
+
+
+@attrs.define
+class _InFlight:
+    lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+    users: int = 0
+
+
+async def _body_as_it_came(message: Any) -> bytes:
+    """FastStream's decoder for Craig's subscribers: no decoding at all."""
+    body: bytes = message.body
+    return body
+
+
+def retry_count(headers: Mapping[str, Any]) -> int:
+    """A message's ``x-retry-count`` header: 0 when absent or not a whole number (anyone can
+    publish to the exchange; a header Craig did not write must not stop a message)."""
+    value = headers.get("x-retry-count", 0)
+    if isinstance(value, bool) or not isinstance(value, int | str | bytes):
+        return 0
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return 0
 
 
 @attrs.define

@@ -3,7 +3,9 @@
 Letters are read with ``basic.get`` without acknowledging; the ones not taken are returned with
 ``nack(requeue=True)`` (RabbitMQ puts them back in place). A replayed letter is re-published to
 its original queue (through the default exchange) without its retry headers, and only then
-acknowledged, so a crash in between duplicates it rather than losing it.
+acknowledged, so a crash in between duplicates it rather than losing it. A letter whose queue no
+longer exists (a stopped instance's broadcast queue, a removed subscription) is left where it is,
+with a warning, and the replay goes on; its inbox row keeps its dead-letter mark.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import structlog
 from aio_pika.abc import AbstractIncomingMessage
 from faststream.rabbit import RabbitQueue
 
-from craig.adapters.rabbit.bus import RabbitEventBus, _forwarded
+from craig.adapters.rabbit.bus import RabbitEventBus, Unroutable, _forwarded, retry_count
 from craig.domain.constants import RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES
 from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+
+log = structlog.get_logger(__name__)
 
 
 def _info(message: AbstractIncomingMessage, prefix: str) -> DeadLetterInfo:
@@ -33,15 +38,27 @@ def _info(message: AbstractIncomingMessage, prefix: str) -> DeadLetterInfo:
     except Exception:
         event_id = UUID(int=0)
         event_type = "unparseable"
-    first = headers.get("x-first-failed-at")
+    first: datetime | None = None
+    with contextlib.suppress(TypeError, ValueError):  # a header Craig did not write
+        first = datetime.fromisoformat(str(headers["x-first-failed-at"])) if headers.get("x-first-failed-at") else None
     return DeadLetterInfo(
         event_id=event_id,
         event_type=event_type,
         consumer=str(headers.get("x-consumer") or queue.removeprefix(f"{prefix}.")),
         queue=queue,
-        retry_count=int(headers.get("x-retry-count", 0)),
+        retry_count=retry_count(headers),
         last_error=str(headers.get("x-last-error", "")),
-        first_failed_at=datetime.fromisoformat(str(first)) if first else None,
+        first_failed_at=first,
+    )
+
+
+def _kept(info: DeadLetterInfo, why: str) -> None:
+    log.warning(
+        f"dead letter not replayed, it stays in the dead-letter queue: {why} (a stopped instance's "
+        "broadcast queue, or a subscription since removed)",
+        event_id=str(info.event_id),
+        queue=info.queue,
+        consumer=info.consumer,
     )
 
 
@@ -97,15 +114,28 @@ class RabbitDeadLetters(DeadLetterQueue):
         chosen.sort(key=lambda pair: pair[0].event_id)  # UUIDv7: the original order
         rest.extend(message for _, message in chosen[limit:])
         done: list[DeadLetterInfo] = []
+        exists: dict[str, bool] = {}
         try:
             for info, message in chosen[:limit]:
+                if info.queue not in exists:
+                    exists[info.queue] = await self.bus.queue_exists(info.queue)
+                if not exists[info.queue]:
+                    _kept(info, "its queue no longer exists")
+                    rest.append(message)
+                    continue
                 await before_requeue(info)
                 headers = {
                     k: v
                     for k, v in _forwarded(dict(message.headers or {})).items()
                     if not k.startswith(("x-original-queue", "x-first-failed-at", "x-consumer"))
                 }
-                await self.bus._send(message.body, queue=info.queue, message_id=message.message_id, headers=headers)
+                try:
+                    await self.bus._send(message.body, queue=info.queue, message_id=message.message_id, headers=headers)
+                except Unroutable:
+                    exists[info.queue] = False
+                    _kept(info, "its queue was deleted during the replay (its inbox row was already reset)")
+                    rest.append(message)
+                    continue
                 await message.ack()
                 done.append(info)
         finally:
