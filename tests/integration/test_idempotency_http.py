@@ -147,6 +147,21 @@ async def test_uploads_that_differ_only_after_a_semicolon_in_the_file_name_are_d
     assert [item["file_name"] for item in listed] == ["report;v1.pdf"]
 
 
+async def test_one_key_on_one_resource_is_one_request_however_its_id_is_spelled(api: Api) -> None:
+    """Litestar takes a UUID in the path in several spellings; the key's scope is the resource."""
+    case = await api.post("/v1/cases", {"title": "spelled"})
+    case_id = uuid.UUID(case.json()["id"])
+    body = {"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00Z", "summary": "s"}
+    key = name()
+    spellings = [str(case_id), str(case_id).upper(), case_id.hex, f"{{{case_id}}}", f"urn:uuid:{case_id}"]
+    answers = [await api.post(f"/v1/cases/{spelled}/contacts", body, key) for spelled in spellings]
+    assert [a.status_code for a in answers] == [201] * len(spellings)
+    assert [a.headers.get("idempotent-replayed") for a in answers] == [None] + ["true"] * (len(spellings) - 1)
+    assert {a.json()["id"] for a in answers} == {answers[0].json()["id"]}
+    listed = await api.client.get(f"/v1/cases/{case_id}/contacts", headers=api.headers)
+    assert len(listed.json()["items"]) == 1
+
+
 async def test_same_key_from_another_user_runs_independently(api: Api) -> None:
     n, key = name(), name()
     mine = await api.post(f"/v1/probe/{n}", {"a": 1}, key)

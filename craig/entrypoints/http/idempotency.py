@@ -11,6 +11,7 @@ sent no request: nothing is claimed, nothing runs, there is no one to answer.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 from uuid import UUID
@@ -90,11 +91,12 @@ class IdempotencyMiddleware(ASGIMiddleware):
             return
         user = scope.get("user")
         requests = self.requests()
+        path = canonical_path(scope)
         try:
             claim_request = await requests.prepare(
                 user_sub=user.sub if isinstance(user, Principal) else None,
                 method=method,
-                path=scope["path"],
+                path=path,
                 key=key,
                 content_type=headers.get("content-type"),
                 body=body,
@@ -107,7 +109,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         if isinstance(decision, Replay):
             metrics.idempotency_outcomes.labels("replayed").inc()
             principal = user if isinstance(user, Principal) else None
-            entry = replay_entry(principal, method, scope["path"], _case_of(scope["path"]))
+            entry = replay_entry(principal, method, path, _case_of(path))
             try:
                 await self.audit_log().append([entry])
             except (Unavailable, TransientConflict):
@@ -204,6 +206,20 @@ class IdempotencyMiddleware(ASGIMiddleware):
         metrics.idempotency_outcomes.labels("executed").inc()
         for message in captured:
             await send(message)
+
+
+_PARAMETER = re.compile(r"\{(\w+)\}")
+
+
+def canonical_path(scope: Scope) -> str:
+    """The request's path with each path parameter as the route parsed it: a UUID in its one
+    spelling (Litestar also takes upper case, no dashes, braces and ``urn:uuid:``), so one key
+    sent to one resource however its id is spelled is one request, not a new one per spelling."""
+    template = scope.get("path_template")
+    if not template:
+        return str(scope["path"])
+    params = scope.get("path_params") or {}
+    return _PARAMETER.sub(lambda found: str(params.get(found[1], found[0])), str(template))
 
 
 def _case_of(path: str) -> UUID | None:
