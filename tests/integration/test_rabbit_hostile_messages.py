@@ -149,3 +149,24 @@ async def test_a_replay_leaves_letters_whose_queue_is_gone_and_replays_the_other
     assert [letter.event_id for letter in await dead.peek(10)] == [first]
     warned = [line for line in logs if "not replayed" in line["event"]]
     assert [line["event_id"] for line in warned] == [str(first)]
+
+
+async def test_a_dead_letter_queue_deleted_by_hand_is_declared_again_and_the_letter_kept(
+    bus: RabbitEventBus, rabbit_url: str
+) -> None:
+    subscription = Subscription("c", ("tests.*",), _ignore)
+
+    async def deliver(envelope: EventEnvelope, queue: str) -> DeliveryOutcome:
+        return Acknowledge()
+
+    await bus.connect([subscription])
+    await bus.consume([(subscription, deliver)])
+    connection = await aio_pika.connect(rabbit_url, timeout=5)
+    async with connection:
+        await (await connection.channel()).queue_delete(bus.dead_letter_queue)
+    with structlog.testing.capture_logs() as logs:
+        await _publish_raw(rabbit_url, bus.work_queue(subscription), aio_pika.Message(b"poison"))
+        dead = RabbitDeadLetters(bus)
+        await _eventually(_holds(dead.count, 1), "the letter in the dead-letter queue, declared again")
+    assert [line["queue"] for line in logs if "dead-letter queue was gone" in line["event"]] == [bus.dead_letter_queue]
+    assert not [line for line in logs if "could not settle" in line["event"]]

@@ -505,9 +505,32 @@ class RabbitEventBus(EventBus):
             "x-last-error": last_error[:RABBIT_HEADER_ERROR_MAX_CHARS],
             "x-first-failed-at": (first_failed_at or datetime.now().astimezone()).isoformat(),
         }
-        await self._send(
-            body, exchange=self.dlx, routing_key=original_queue, message_id=message_id, headers=dead_headers
-        )
+
+        async def send() -> None:
+            await self._send(
+                body, exchange=self.dlx, routing_key=original_queue, message_id=message_id, headers=dead_headers
+            )
+
+        try:
+            await send()
+        except Unroutable:
+            log.warning(
+                "the dead-letter queue was gone (deleted by hand?); it is declared again", queue=self.dead_letter_queue
+            )
+            await self._declare_dead_letter_queue_again()
+            await send()
+
+    async def _declare_dead_letter_queue_again(self) -> None:
+        """The dead-letter queue, bound to the DLX, as :meth:`connect` declares it."""
+
+        async def declare(channel: aio_pika.abc.AbstractRobustChannel) -> None:
+            queue = await channel.declare_queue(self.dead_letter_queue, durable=True, robust=False)
+            await queue.bind(self.dlx.name, routing_key="#")
+
+        try:
+            await self._on_a_channel_of_its_own(declare, self.publish_timeout)
+        except Exception as error:
+            raise BrokerUnavailable(f"cannot declare the dead-letter queue again: {error}") from error
 
     # --- consuming --------------------------------------------------------------------------
     def _handler(self, queue: str, delivery: Delivery) -> Any:
