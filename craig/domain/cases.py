@@ -11,8 +11,9 @@ from uuid import UUID
 import attrs
 
 from craig.domain.access import Principal
-from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_TITLE_MAX_LENGTH
+from craig.domain.constants import CASE_FAMILY_NAME_MAX_LENGTH, CASE_OPENED_FUTURE_TOLERANCE, CASE_TITLE_MAX_LENGTH
 from craig.domain.errors import InvalidInput
+from craig.domain.instants import checked_instant, stored_instant
 
 
 class CaseStatus(enum.StrEnum):
@@ -29,7 +30,7 @@ class Case:
     id: UUID
     title: str
     family_name: str | None
-    opened_at: datetime
+    opened_at: datetime = attrs.field(converter=stored_instant)
     created_by: UUID
     created_at: datetime
     assigned_workers: frozenset[UUID] = frozenset()
@@ -103,11 +104,22 @@ def new_case(
     now: datetime,
     referral_id: UUID | None = None,
 ) -> Case:
+    """A validated case; ``opened_at`` has a zone, is not before 1900-01-01 and lies at most
+    :data:`CASE_OPENED_FUTURE_TOLERANCE` after ``now``."""
+    checked = checked_title(title)
+    family = checked_family_name(family_name)
+    opened = checked_instant(
+        opened_at,
+        field="opened_at",
+        now=now,
+        future_tolerance=CASE_OPENED_FUTURE_TOLERANCE,
+        future=f"opened_at may lie at most {CASE_OPENED_FUTURE_TOLERANCE.days} days in the future",
+    )
     return Case(
         id=id,
-        title=checked_title(title),
-        family_name=checked_family_name(family_name),
-        opened_at=opened_at,
+        title=checked,
+        family_name=family,
+        opened_at=opened,
         created_by=created_by,
         created_at=now,
         referral_id=referral_id,

@@ -6,7 +6,7 @@ override some of these per deployment; the values here are the documented defaul
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 # --- Idempotent writes ---------------------------------------------------------------------
@@ -238,6 +238,13 @@ ATTACHMENT_TEXT_SNIFF_BYTES: Final = 64 * 1024
 CONTACT_SUMMARY_MAX_LENGTH: Final = 20_000
 #: A contact may be dated this far in the future (clock skew of the worker's device).
 CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)
+#: The earliest a case may be opened or a contact dated (instant, UTC): nothing recorded in
+#: casework happened earlier, and it keeps Python's ``datetime.min`` (which PostgreSQL stores as
+#: ``-infinity`` and reads back without a zone) out of the database.
+CASEWORK_EARLIEST_TIMESTAMP: Final = datetime(1900, 1, 1, tzinfo=UTC)
+#: A case's ``opened_at`` may lie this far in the future (a case has always been openable with a
+#: later date); the bound keeps ``datetime.max`` (PostgreSQL's ``infinity``) out of the database.
+CASE_OPENED_FUTURE_TOLERANCE: Final = timedelta(days=366)
 #: S3 client: fail fast on an unreachable endpoint, allow slow transfers, retry 5xx twice.
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)

@@ -13,6 +13,7 @@ import attrs
 
 from craig.domain.constants import CONTACT_FUTURE_TOLERANCE, CONTACT_SUMMARY_MAX_LENGTH
 from craig.domain.errors import InvalidInput
+from craig.domain.instants import checked_instant, stored_instant
 
 
 class ContactType(enum.StrEnum):
@@ -31,7 +32,7 @@ class Contact:
     id: UUID
     case_id: UUID
     contact_type: ContactType
-    occurred_at: datetime
+    occurred_at: datetime = attrs.field(converter=stored_instant)
     summary: str = attrs.field(repr=False)
     created_by: UUID
     worker_name: str
@@ -57,12 +58,16 @@ def new_contact(
     worker_name: str,
     now: datetime,
 ) -> Contact:
-    """A validated contact: a known type, a non-empty bounded summary, a date not in the future."""
+    """A validated contact: a known type, a non-empty bounded summary, a date after 1900 and not
+    in the future."""
     kind = parse_contact_type(contact_type)
-    if occurred_at.tzinfo is None:
-        raise InvalidInput("occurred_at needs a time zone (e.g. 2026-01-31T14:00:00Z)", field="occurred_at")
-    if occurred_at > now + CONTACT_FUTURE_TOLERANCE:
-        raise InvalidInput("occurred_at lies in the future; record a contact once it has happened", field="occurred_at")
+    occurred_at = checked_instant(
+        occurred_at,
+        field="occurred_at",
+        now=now,
+        future_tolerance=CONTACT_FUTURE_TOLERANCE,
+        future="occurred_at lies in the future; record a contact once it has happened",
+    )
     text = summary.strip()
     if not text:
         raise InvalidInput("summary must not be empty", field="summary")

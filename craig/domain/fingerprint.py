@@ -10,7 +10,8 @@ thing match even when their bytes differ:
 * multipart/form-data: part by part (name, filename, content type, content, and any other
   header or parameter), whatever the boundary. Part headers are read by a tokenizer that knows
   quoted strings (a ``;`` or an escaped quote inside one) and ``filename*=UTF-8''...`` values.
-* anything else, or a body that cannot be read as its type: the raw bytes.
+* anything else, or a body that cannot be read as its type (e.g. JSON that is not UTF-8, or
+  starts with a byte order mark): the raw bytes.
 """
 
 from __future__ import annotations
@@ -151,9 +152,15 @@ def _dump(value: Any, out: list[str], depth: int = 0) -> None:
 
 def canonical_json(body: bytes) -> bytes:
     """Canonical JSON bytes; raises ``ValueError`` when the body is not JSON (or nests deeper
-    than ``FINGERPRINT_JSON_MAX_DEPTH``, or holds a number :func:`canonical_number` refuses)."""
+    than ``FINGERPRINT_JSON_MAX_DEPTH``, or holds a number :func:`canonical_number` refuses).
+
+    JSON here is what the app reads: UTF-8 without a byte order mark (RFC 8259). ``json.loads``
+    would also take bytes in UTF-16 or UTF-32, or behind a UTF-8 BOM, which the app refuses; such
+    a body read as JSON would share its fingerprint with its UTF-8 form, so that the UTF-8 retry
+    of a refused request would replay the refusal. Decoded strictly, it is raw bytes instead."""
     try:
-        parsed = json.loads(body, parse_float=_parse_float, parse_int=_parse_int)
+        # A str starting with a BOM is refused by json.loads; strict UTF-8 refuses surrogates.
+        parsed = json.loads(body.decode("utf-8"), parse_float=_parse_float, parse_int=_parse_int)
         out: list[str] = []
         _dump(parsed, out)
         return "".join(out).encode()

@@ -11,6 +11,7 @@ shared, never holding up tokens whose key is known).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -144,8 +145,14 @@ class TokenVerifier:
         principal = principal_from_claims(claims)
         try:
             expires = float(claims["exp"]) + self._settings.leeway_seconds
+        except OverflowError:  # an integer beyond any float, e.g. 10**400
+            expires = math.inf
         except (TypeError, ValueError):  # PyJWT checked it is a number; never remember otherwise
             return principal
+        if not math.isfinite(expires):
+            # PyJWT compares ``exp`` as an integer, so ``10**400`` (or a 400-digit string) passed
+            # its check; no token lives that long. Refused like any other bad ``exp``.
+            raise InvalidToken("invalid token: Expiration Time claim (exp) is out of range")
         self._remember(token, _Verified(principal, expires, kid, key))
         return principal
 

@@ -59,6 +59,8 @@ def test_a_minted_token_verifies_to_its_principal() -> None:
         (claims(iss="someone-else"), "issuer"),
         (claims(aud="another-api"), "audience"),
         (claims(exp=None), "exp"),
+        (claims(exp=10**400), "exp"),  # beyond any float: was an OverflowError (500)
+        (claims(exp="9" * 400), "exp"),  # a float of it is inf: would be remembered forever
         (claims(sub="not-a-uuid"), "sub"),
         (claims(role="superuser"), "role"),
         (claims(name=None), "name"),

@@ -24,7 +24,7 @@ from craig.entrypoints.http.dependency_order import resolve_in_turn
 from craig.entrypoints.http.idempotency import IdempotencyMiddleware
 from craig.entrypoints.http.openapi_config import openapi_config
 from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
-from craig.entrypoints.http.problems import EXCEPTION_HANDLERS
+from craig.entrypoints.http.problems import EXCEPTION_HANDLERS, ProblemRequest
 from craig.entrypoints.http.query_guard import refuse_unknown_query_parameters
 from craig.entrypoints.http.request_context import RequestContext
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
@@ -157,6 +157,7 @@ def create_app(
             **use_case_dependencies(container),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        request_class=ProblemRequest,  # a body too deeply nested to decode is a 400
         before_request=refuse_unknown_query_parameters,
         cors_config=cors,
         request_max_body_size=settings.http.max_body_bytes,

@@ -7,6 +7,12 @@ while the old key is in the ring). A cursor that was changed, cut, made for anot
 other filters is a 400 problem, never a 500 and never a silently different page.
 
 Form: ``<base64url(JSON)>.<MAC>`` — URL-safe, no padding.
+
+Timestamps carry their zone. One read back without a zone (PostgreSQL's ``infinity`` and
+``-infinity`` come back from asyncpg as a naive ``datetime.max`` and ``datetime.min``; rows
+written before dates were bounded may hold them) is put in a cursor as UTC, and a cursor made
+before that, holding it without a zone, is read as UTC too: both after the MAC is checked, so
+only a value this API wrote is ever read that way.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -31,9 +37,14 @@ def _bad(detail: str) -> ProblemException:
     return ProblemException(400, "invalid-cursor", detail, extra={"parameter": "cursor"})
 
 
+def _zoned(value: datetime) -> datetime:
+    """``value``, read as UTC when it has no zone (the database's timestamps are all UTC)."""
+    return value if value.utcoffset() is not None else value.replace(tzinfo=UTC)
+
+
 def _encode_value(value: Any) -> Any:
     if isinstance(value, datetime):
-        return {"t": value.isoformat()}
+        return {"t": _zoned(value).isoformat()}
     if isinstance(value, UUID):
         return {"u": str(value)}
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -43,10 +54,7 @@ def _encode_value(value: Any) -> Any:
 
 def _decode_value(value: Any, kind: type) -> Any:
     if kind is datetime and isinstance(value, dict) and isinstance(value.get("t"), str):
-        parsed = datetime.fromisoformat(value["t"])
-        if parsed.tzinfo is None:
-            raise ValueError("naive datetime")
-        return parsed
+        return _zoned(datetime.fromisoformat(value["t"]))
     if kind is UUID and isinstance(value, dict) and isinstance(value.get("u"), str):
         return UUID(value["u"])
     if kind in (int, str) and type(value) is kind:

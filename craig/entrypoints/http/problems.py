@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import structlog
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, NotAuthorizedException, ValidationException
 from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
@@ -99,6 +99,34 @@ def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] 
     }
     body.update(extra or {})
     return msgspec.json.encode(body)
+
+
+#: The detail of a body nested deeper than the decoder goes.
+TOO_DEEPLY_NESTED = "the body is nested too deeply to be read"
+
+
+class ProblemRequest(Request[Any, Any, Any]):
+    """Litestar's request, except that a body nested too deeply to decode is the client's fault:
+    a 400 ``invalid-request`` like any other unreadable body, not a 500.
+
+    msgspec stops at the interpreter's recursion limit with a ``RecursionError``, which Litestar
+    (it maps only ``msgspec.DecodeError``) lets through. It is caught here, where the request body
+    is decoded, and not by an exception handler for every ``RecursionError``: one raised by
+    Craig's own code is a defect and stays a 500 with an incident. Nor is every body scanned
+    for its depth first: the decoder already measures it, at no extra cost.
+    """
+
+    async def json(self) -> Any:
+        try:
+            return await super().json()
+        except RecursionError:
+            raise ClientException(TOO_DEEPLY_NESTED) from None
+
+    async def msgpack(self) -> Any:
+        try:
+            return await super().msgpack()
+        except RecursionError:
+            raise ClientException(TOO_DEEPLY_NESTED) from None
 
 
 def internal_error(

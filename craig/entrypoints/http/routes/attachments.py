@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID, uuid5
 
 from litestar import HttpMethod, Request, Response, get
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import ClientException
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
+from litestar.types import AsyncAnyCallable
 
 from craig.domain.attachments import ALLOWED_FILE_TYPES, content_disposition_attachment
 from craig.domain.constants import (
@@ -99,6 +103,28 @@ class AttachmentUploadRoute(HTTPRouteHandler):
     @request_max_body_size.setter
     def request_max_body_size(self, value: object) -> None:
         """Litestar assigns the decorator argument; the setting wins."""
+
+    def resolve_before_request(self) -> AsyncAnyCallable | None:
+        """The hook the app (or a router) sets, then :func:`_read_form`."""
+        return partial(_read_form, super().resolve_before_request())
+
+
+async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, Any]) -> Any:
+    """Reads the multipart form before Litestar extracts ``data`` (it reuses the parsed form), so
+    that a text part Litestar cannot decode (bytes that are not in the part's charset, or a
+    charset Python does not know) is a 400 ``invalid-request``, not a ``UnicodeDecodeError`` or
+    ``LookupError`` (500). Anything else, including a body that is not multipart, is left to
+    Litestar's extraction as before."""
+    if outer is not None:
+        answer = await outer(request)
+        if answer is not None:
+            return answer
+    if request.content_type[0] == RequestEncodingType.MULTI_PART and request.content_type[1].get("boundary"):
+        try:
+            await request.form()
+        except (UnicodeError, LookupError):
+            raise ClientException("a text part of the form cannot be decoded in its charset") from None
+    return None
 
 
 def _one_file(form: dict[str, Any]) -> UploadFile:

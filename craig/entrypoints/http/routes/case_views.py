@@ -23,7 +23,15 @@ AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 class NewCase(msgspec.Struct):
     title: Annotated[str, documented(min_length=1, max_length=CASE_TITLE_MAX_LENGTH, examples=["Doe family"])]
     family_name: Annotated[str, documented(max_length=CASE_FAMILY_NAME_MAX_LENGTH, examples=["Doe"])] | None = None
-    opened_at: Annotated[AwareDatetime, documented(description="Defaults to now.")] | None = None
+    opened_at: (
+        Annotated[
+            AwareDatetime,
+            documented(
+                description="Defaults to now. From 1900-01-01T00:00:00Z to at most 366 days ahead (422 outside)."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class NewAssignment(msgspec.Struct):
@@ -32,7 +40,9 @@ class NewAssignment(msgspec.Struct):
 
 class NewContact(msgspec.Struct):
     contact_type: Annotated[str, documented(enum=[t.value for t in ContactType], examples=["home_visit"])]
-    occurred_at: Annotated[AwareDatetime, documented(description="With a time zone; not in the future.")]
+    occurred_at: Annotated[
+        AwareDatetime, documented(description="With a time zone; from 1900-01-01 on, not in the future.")
+    ]
     summary: Annotated[
         str, documented(min_length=1, max_length=CONTACT_SUMMARY_MAX_LENGTH, examples=["Saw both children."])
     ]

@@ -1,0 +1,211 @@
+"""Hostile bodies and tokens get a clear 4xx problem and log no traceback, never a 500.
+
+- JSON nested deeper than the decoder goes (msgspec's ``RecursionError``): 400 ``invalid-request``,
+  on the public intake form and under ``/v1`` alike.
+- A multipart text part that is not in its charset, or names a charset Python does not know
+  (Litestar's ``UnicodeDecodeError`` / ``LookupError``): 400 ``invalid-request``, nothing stored.
+- A correctly signed token whose ``exp`` no float holds (``10**400``): 401 like any bad token.
+- A JSON body in UTF-16 is refused (400); the corrected UTF-8 retry with the same
+  Idempotency-Key is not answered that stored 400 again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+
+from craig.domain.access import Role
+from craig.entrypoints.container import Container
+from tests.support.apps import auth, serving
+from tests.support.logs import craig_logging, json_lines
+from tests.support.problems import problem_code
+
+pytestmark = pytest.mark.integration
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+BOUNDARY = "hostile-boundary"
+REFERRAL = {"child_first_name": "Tom", "child_age": 4, "concern": "Tom has bruises on his arms"}
+
+
+@pytest.fixture(params=["memory", "postgres"])
+async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Container, httpx.AsyncClient]]:
+    pg_url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    async with serving(request.param, tmp_path, pg_url) as served:
+        yield served
+
+
+@pytest.fixture
+def logged(capsys: pytest.CaptureFixture[str]) -> Iterator[pytest.CaptureFixture[str]]:
+    """Craig's own log configuration (JSON lines on stderr), read back through ``capsys``."""
+    with craig_logging("INFO", json_lines=True):
+        yield capsys
+
+
+def assert_no_error_logged(capsys: pytest.CaptureFixture[str]) -> None:
+    err = capsys.readouterr().err
+    lines = []
+    for line in err.splitlines():
+        try:
+            lines.extend(json_lines(line))
+        except ValueError:  # not one of Craig's JSON lines
+            continue
+    assert not [line for line in lines if line.get("level") in ("error", "critical")], err
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert problem_code(body) == code
+    assert "incident" not in body and "Traceback" not in response.text
+    return body
+
+
+# --- 1. JSON nested too deeply -------------------------------------------------------------------
+
+DEEP_BODIES = {
+    "1000 open arrays": b"[" * 1000,
+    "5000 nested objects": b'{"a":' * 5000 + b"1" + b"}" * 5000,
+}
+
+
+@pytest.mark.parametrize("body", list(DEEP_BODIES.values()), ids=list(DEEP_BODIES))
+@pytest.mark.parametrize("route", ["/intake/referrals", "/v1/cases"])
+async def test_json_nested_too_deeply_is_a_400_problem(
+    api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], route: str, body: bytes
+) -> None:
+    container, client = api
+    headers = {"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex}
+    if route.startswith("/v1"):
+        headers.update(auth(container))
+    response = await client.post(route, content=body, headers=headers)
+    problem = assert_problem(response, 400, "invalid-request")
+    assert "nested too deeply" in problem["detail"]
+    assert problem["errors"] == [{"pointer": "", "code": "malformed", "message": problem["detail"]}]
+    assert_no_error_logged(logged)
+    # The app is still serving, and the same key replays the refusal (a 4xx is stored).
+    again = await client.post(route, content=body, headers=headers)
+    assert again.status_code == 400 and again.headers.get("idempotent-replayed") == "true"
+
+
+# --- 2. multipart text parts Litestar cannot decode ---------------------------------------------
+
+
+def multipart(text_part: bytes) -> bytes:
+    file_part = (
+        b'Content-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n' + PNG
+    )
+    delimiter = f"--{BOUNDARY}\r\n".encode()
+    return delimiter + file_part + b"\r\n" + delimiter + text_part + f"\r\n--{BOUNDARY}--\r\n".encode()
+
+
+TEXT_PARTS = {
+    "not utf-8": b'Content-Disposition: form-data; name="attachment_type"\r\n\r\n\xff',
+    "unknown charset": (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n'
+        b"Content-Type: text/plain; charset=bogus\r\n\r\nschool report"
+    ),
+    "not a text encoding": (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n'
+        b"Content-Type: text/plain; charset=rot13\r\n\r\nschool report"
+    ),
+}
+
+
+@pytest.mark.parametrize("text_part", list(TEXT_PARTS.values()), ids=list(TEXT_PARTS))
+async def test_a_form_part_that_cannot_be_decoded_is_a_400_problem(
+    api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], text_part: bytes
+) -> None:
+    container, client = api
+    headers = auth(container)
+    case = await client.post("/v1/cases", json={"title": "Doe family"}, headers=headers)
+    assert case.status_code == 201, case.text
+    contact = await client.post(
+        f"/v1/cases/{case.json()['id']}/contacts",
+        json={"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00+01:00", "summary": "Saw them."},
+        headers=headers,
+    )
+    assert contact.status_code == 201, contact.text
+    path = f"/v1/cases/{case.json()['id']}/contacts/{contact.json()['id']}/attachments"
+
+    response = await client.post(
+        path,
+        content=multipart(text_part),
+        headers={**headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+    )
+    problem = assert_problem(response, 400, "invalid-request")
+    assert "charset" in problem["detail"]
+    assert_no_error_logged(logged)
+    assert (await client.get(path, headers=headers)).json()["items"] == []
+
+    # The same form with a readable text part is stored.
+    readable = b'Content-Disposition: form-data; name="attachment_type"\r\n\r\nschool report'
+    stored = await client.post(
+        path,
+        content=multipart(readable),
+        headers={**headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+    )
+    assert stored.status_code == 201, stored.text
+    assert stored.json()["attachment_type"] == "school report"
+
+
+# --- 3. a signed token whose exp no float holds ------------------------------------------------
+
+
+@pytest.mark.parametrize("exp", [10**400, "9" * 400], ids=["int", "digit string"])
+async def test_a_signed_token_with_an_exp_out_of_range_is_a_401(
+    api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], exp: object
+) -> None:
+    container, client = api
+    settings = container.settings().auth
+    now = int(time.time())
+    claims = {
+        "sub": str(uuid.uuid4()),
+        "name": "Ann",
+        "role": str(Role.CASEWORKER),
+        "iss": settings.issuer,
+        "aud": settings.audience,
+        "iat": now,
+        "nbf": now,
+        "exp": exp,
+    }
+    token = jwt.encode(claims, settings.jwt_secret, algorithm="HS256")
+    for _ in range(2):  # and not remembered as valid in between
+        response = await client.get("/v1/cases", headers={"Authorization": f"Bearer {token}"})
+        problem = assert_problem(response, 401, "unauthorized")
+        assert "exp" in problem["detail"]
+        assert response.headers["www-authenticate"].startswith("Bearer")
+    assert_no_error_logged(logged)
+
+
+# --- 4. a UTF-16 body refused is not the answer to its UTF-8 retry ----------------------------
+
+
+async def test_the_utf8_retry_of_a_refused_utf16_body_is_not_answered_the_refusal(
+    api: tuple[Container, httpx.AsyncClient],
+) -> None:
+    container, client = api
+    text = '{"title": "Doe family"}'
+    key = uuid.uuid4().hex
+    headers = {**auth(container), "Content-Type": "application/json", "Idempotency-Key": key}
+
+    refused = await client.post("/v1/cases", content=text.encode("utf-16"), headers=headers)
+    assert_problem(refused, 400, "invalid-request")
+
+    retried = await client.post("/v1/cases", content=text.encode(), headers=headers)
+    assert retried.headers.get("idempotent-replayed") != "true", retried.text
+    # Another body under the same key: the contract's 422 (use a new key), not the stored 400.
+    assert_problem(retried, 422, "idempotency-key-reused")
+
+    fresh = await client.post(
+        "/v1/cases", content=text.encode(), headers={**headers, "Idempotency-Key": uuid.uuid4().hex}
+    )
+    assert fresh.status_code == 201, fresh.text
