@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import ipaddress
+import re
 from datetime import datetime
 from urllib.parse import urlsplit
 from uuid import UUID
 
 import attrs
+import idna
 
 from craig.domain.constants import (
     DEFAULT_PARTNER_RATE_LIMIT_RPM,
@@ -55,22 +59,92 @@ class Partner:
         return self.base_url.rstrip("/") + path
 
 
+#: A host an HTTP client reads as an IPv4 address (and refuses unless it is a valid one).
+_IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+#: The authority after any userinfo: a bracketed IP literal or a name, then an optional port.
+_HOST_PORT = re.compile(r"(\[[^\[\]]*\]|[^\[\]:]*)(:[0-9]*)?")
+
+
+def _usable_host(host: str) -> bool:
+    """Whether an HTTP client can connect to ``host`` (lowercased, IPv6 brackets off, as
+    ``urlsplit`` gives it): a valid IP address; an ASCII name, sent as it is (underscores and
+    all, as internal names have them), whose ``xn--`` labels decode; or an internationalised
+    name that IDNA 2008 encodes (what httpx does with one)."""
+    try:
+        if ":" in host:
+            ipaddress.IPv6Address(host)
+        elif _IPV4_LIKE.fullmatch(host):
+            ipaddress.IPv4Address(host)
+        elif host.isascii():
+            for label in host.split("."):
+                if label.startswith("xn--"):
+                    idna.decode(label)
+        else:
+            idna.encode(host)
+    except (ValueError, idna.IDNAError):
+        return False
+    return True
+
+
+def _url_problem(field: str, value: str) -> str | None:
+    """Why ``value`` is not a usable partner URL, or None. ``urlsplit`` alone lets through what
+    an HTTP client refuses (an unclosed IPv6 bracket, a bad port, a host IDNA cannot encode), so
+    a partner registered with one would fail every request."""
+    shape = f"{field} must be an absolute http(s) URL of at most {PARTNER_URL_MAX_LENGTH} characters"
+    if len(value) > PARTNER_URL_MAX_LENGTH or any(char.isascii() and not char.isprintable() for char in value):
+        return shape
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError:
+        return shape
+    if parts.scheme not in ("http", "https") or not host:
+        return shape
+    if parts.query or parts.fragment:
+        return f"{field} must not carry a query or fragment"
+    if not _HOST_PORT.fullmatch(parts.netloc.rpartition("@")[2]) or not _usable_host(host):
+        return f"{field} must name a valid host: a DNS name (IDNA 2008), an IPv4 or a bracketed IPv6 address"
+    return None
+
+
 def _http_url(field: str, value: str) -> str:
     value = value.strip()
-    parts = urlsplit(value)
-    if len(value) > PARTNER_URL_MAX_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidPartner(f"{field} must be an absolute http(s) URL of at most {PARTNER_URL_MAX_LENGTH} characters")
-    if parts.query or parts.fragment:
-        raise InvalidPartner(f"{field} must not carry a query or fragment")
+    problem = _url_problem(field, value)
+    if problem is not None:
+        raise InvalidPartner(problem)
     return value
 
 
 def _path(field: str, value: str | None, default: str) -> str:
     if value is None:
         return default
-    if not value.startswith("/") or len(value) > PARTNER_URL_MAX_LENGTH or any(c in value for c in "?# "):
-        raise InvalidPartner(f"{field} must be a path starting with '/' (no query, fragment or spaces)")
+    if (
+        not value.startswith("/")
+        or len(value) > PARTNER_URL_MAX_LENGTH
+        or any(c in "?# " or (c.isascii() and not c.isprintable()) for c in value)
+    ):
+        raise InvalidPartner(
+            f"{field} must be a path starting with '/' (no query, fragment, spaces or control characters)"
+        )
     return value
+
+
+def unusable_reason(partner: Partner, path: str) -> str | None:
+    """Why no request to ``partner`` at ``path`` can be made (its URLs, or ``path``, are ones
+    :func:`new_partner` refuses: stored before it did), or None. Cached: cheap on every send."""
+    return _unusable_reason(partner.base_url, partner.token_url, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _unusable_reason(base_url: str, token_url: str, path: str) -> str | None:
+    try:
+        _http_url("base_url", base_url)
+        _http_url("token_url", token_url)
+        _path("path", path, DEFAULT_SEND_PATH)
+    except InvalidPartner as error:
+        return f"the partner's URLs are unusable: {error.detail}"
+    return None
 
 
 def _text(field: str, value: str, limit: int) -> str:

@@ -2,11 +2,14 @@
 
 ``send`` never raises for what a partner answers or for a transport fault: they are the
 :class:`~craig.domain.exchange.DispatchResult` the domain classifies. ``get_json`` raises
-:class:`~craig.ports.exchange.UpstreamError` instead.
+:class:`~craig.ports.exchange.UpstreamError` instead. A partner URL httpx cannot request (one
+stored before the domain refused it) is neither: it is checked before any request, and fails the
+request the same way, as a ``protocol`` failure, never as an exception of httpx or ``idna``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -67,6 +70,34 @@ def _transport(error: httpx.HTTPError, *, at_token_endpoint: bool = False) -> Tr
     return TransportFailure(kind, type(error).__name__, at_token_endpoint=at_token_endpoint)
 
 
+#: The largest TCP port; httpx parses a larger one and only the connect fails, with an error
+#: that is none of its own.
+_MAX_PORT = 65535
+
+
+@functools.lru_cache(maxsize=1024)
+def _unusable(url: str) -> str | None:
+    """Why httpx cannot request ``url`` (an exception's class, never the URL), or None.
+
+    httpx parses a URL when a request is made and raises :class:`httpx.InvalidURL` (not an
+    :class:`httpx.HTTPError`) for an unclosed IPv6 bracket or a host IDNA cannot encode; an
+    ``xn--`` host that does not decode raises ``idna``'s errors (``UnicodeError``) only when the
+    host is read; a port out of range fails in the connect."""
+    try:
+        parsed = httpx.URL(url)
+        _ = parsed.host  # decodes an ``xn--`` host
+        port = parsed.port
+    except (httpx.InvalidURL, ValueError) as error:  # UnicodeError is a ValueError
+        return type(error).__name__
+    if port is not None and not 0 <= port <= _MAX_PORT:
+        return "port out of range"
+    return None
+
+
+def _bad_url(why: str, *, at_token_endpoint: bool = False) -> TransportFailure:
+    return TransportFailure("protocol", f"unusable URL, {why}", at_token_endpoint=at_token_endpoint)
+
+
 class HttpPartnerGateway(PartnerGateway):
     def __init__(
         self,
@@ -91,6 +122,9 @@ class HttpPartnerGateway(PartnerGateway):
         self.tokens = TokenCache(self._fetch_token, token_refresh_lead, monotonic, on_token_refresh)
 
     async def _fetch_token(self, partner: Partner) -> TokenGrant:
+        unusable = _unusable(partner.token_url)
+        if unusable is not None:
+            raise TokenUnavailable(_bad_url(unusable, at_token_endpoint=True))
         try:
             response = await self._client.post(
                 partner.token_url,
@@ -100,6 +134,8 @@ class HttpPartnerGateway(PartnerGateway):
             )
         except httpx.HTTPError as error:
             raise TokenUnavailable(_transport(error, at_token_endpoint=True)) from error
+        except httpx.InvalidURL as error:
+            raise TokenUnavailable(_bad_url(type(error).__name__, at_token_endpoint=True)) from error
         if not response.is_success:
             raise TokenUnavailable(_answer(response, at_token_endpoint=True))
         try:
@@ -149,8 +185,11 @@ class HttpPartnerGateway(PartnerGateway):
         key, the same on every retry), the POST carries the ``X-Request-ID`` of the request that
         made the job and a W3C ``traceparent``: the POST's own span (``partner POST``) when
         tracing is on, else the context the job was made in."""
-        body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
         url = partner.url(partner.send_path)
+        unusable = _unusable(url)
+        if unusable is not None:
+            return _bad_url(unusable)
+        body = json.dumps(dict(delivery.payload), separators=(",", ":")).encode()
 
         async def post(token: str, timeout: httpx.Timeout) -> httpx.Response:
             attributes = {"http.request.method": "POST", "url.full": url, "craig.partner.id": str(partner.id)}
@@ -176,10 +215,15 @@ class HttpPartnerGateway(PartnerGateway):
             return failure.result
         except httpx.HTTPError as error:
             return _transport(error)
+        except httpx.InvalidURL as error:
+            return _bad_url(type(error).__name__)
         return _answer(response)
 
     async def get_json(self, partner: Partner, path: str, params: Mapping[str, str], pace: Pace) -> Any:
         url = partner.url(path)
+        unusable = _unusable(url)
+        if unusable is not None:
+            raise UpstreamError(path, describe(_bad_url(unusable)))
 
         def get(token: str, timeout: httpx.Timeout) -> Any:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -191,6 +235,8 @@ class HttpPartnerGateway(PartnerGateway):
             raise UpstreamError(path, describe(failure.result)) from failure
         except httpx.HTTPError as error:
             raise UpstreamError.upstream(path, describe(_transport(error))) from error
+        except httpx.InvalidURL as error:
+            raise UpstreamError(path, describe(_bad_url(type(error).__name__))) from error
         if not response.is_success:
             raise UpstreamError(path, describe(_answer(response)))
         try:
