@@ -5,17 +5,18 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 import attrs
 
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
-from craig.domain.constants import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from craig.domain.constants import CASEWORK_EARLIEST_TIMESTAMP, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from craig.domain.errors import InvalidCursor, InvalidInput
 
 _CURSOR_VERSION = "a1"
 _CURSOR_MAX_LENGTH = 200
+_CURSOR_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def _action(value: str | None) -> AuditAction | None:
@@ -82,6 +83,10 @@ class AuditCursor:
             cursor = cls(datetime.fromisoformat(at), UUID(ident))
             if version != _CURSOR_VERSION or cursor.at.tzinfo is None:
                 raise ValueError("not ours")
+            # An entry is stamped by the database's clock: a time far outside is not one of ours,
+            # and would fail in the query (a date PostgreSQL or Python cannot hold) instead.
+            if not CASEWORK_EARLIEST_TIMESTAMP <= cursor.at < _CURSOR_LATEST:
+                raise ValueError("out of range")
         except (ValueError, binascii.Error, UnicodeDecodeError) as error:
             raise InvalidCursor("cursor is not one this API handed out; start again without it") from error
         return cursor
