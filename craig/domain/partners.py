@@ -61,22 +61,28 @@ class Partner:
 
 #: A host an HTTP client reads as an IPv4 address (and refuses unless it is a valid one).
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+#: An ASCII host name: letters, digits, hyphens and (internal names) underscores, in dotted labels.
+_ASCII_HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
 #: The authority after any userinfo: a bracketed IP literal or a name, then an optional port.
 _HOST_PORT = re.compile(r"(\[[^\[\]]*\]|[^\[\]:]*)(:[0-9]*)?")
 
 
 def _usable_host(host: str) -> bool:
     """Whether an HTTP client can connect to ``host`` (lowercased, IPv6 brackets off, as
-    ``urlsplit`` gives it): a valid IP address; an ASCII name, sent as it is (underscores and
-    all, as internal names have them), whose ``xn--`` labels decode; or an internationalised
-    name that IDNA 2008 encodes (what httpx does with one)."""
+    ``urlsplit`` gives it): a valid IP address; an ASCII name of letters, digits, hyphens and
+    underscores (internal names have them), whose ``xn--`` labels decode (all of it when it
+    starts with one, as httpx reads it); or an internationalised name that IDNA 2008 encodes
+    (what httpx does with one)."""
     try:
         if ":" in host:
             ipaddress.IPv6Address(host)
         elif _IPV4_LIKE.fullmatch(host):
             ipaddress.IPv4Address(host)
         elif host.isascii():
-            for label in host.split("."):
+            if not _ASCII_HOST.fullmatch(host):
+                return False
+            # httpx reads a host starting with an A-label as IDNA, every label of it.
+            for label in [host] if host.startswith("xn--") else host.split("."):
                 if label.startswith("xn--"):
                     idna.decode(label)
         else:

@@ -150,11 +150,11 @@ async def test_a_backoff_runs_from_when_the_failure_is_recorded_not_from_the_cla
     slow = event("S", 1)
     await stage(backend, slow)
     async with backend.outbox.claim_batch(10) as batch:
-        await backend.sleep(0.6)  # the batch's publishes take a while (a confirm timing out)
-        await batch.mark_failed([PublishFailure(batch.events[0].id, "no confirm", timedelta(seconds=0.5))])
+        await backend.sleep(2.5)  # the batch's publishes take a while (a confirm timing out)
+        await batch.mark_failed([PublishFailure(batch.events[0].id, "no confirm", timedelta(seconds=2))])
     async with backend.outbox.claim_batch(10) as batch:
-        assert list(batch.events) == []  # still backing off: the 0.5 s began when it was recorded
-    await backend.sleep(0.6)
+        assert list(batch.events) == []  # still backing off: the 2 s began when it was recorded
+    await backend.sleep(2.1)
     async with backend.outbox.claim_batch(10) as batch:
         assert [r.envelope for r in batch.events] == [slow]
 

@@ -44,13 +44,13 @@ async def test_a_live_instance_declares_an_expired_retry_queue_again_before_it_r
     subscription = Subscription("recorder", ("tests.*",), recorder, broadcast=True)
     async with bus_container("rabbit", request, tmp_path) as container:
         bus = container.event_bus()
-        bus.broadcast_queue_expires_ms = 1_000  # an hour in production
+        bus.broadcast_queue_expires_ms = 2_000  # an hour in production
         first = _retry_queues(bus)[0]
         async with consumers_running(container, subscriptions=[subscription]):
             assert await _exists(rabbit_url, first)
             # No one consumes a retry queue, so RabbitMQ deletes it once its lease runs out
             # while the instance is alive and well: the premise, checked on the real broker.
-            await _expired(rabbit_url, first, lease_seconds=1.0)
+            await _expired(rabbit_url, first, lease_seconds=2.0)
             envelope = _event()
             with structlog.testing.capture_logs() as logs:
                 await bus.publish(envelope)
@@ -76,7 +76,8 @@ async def test_a_broadcast_retry_waits_at_most_half_the_lease_of_its_queue(
         async with consumers_running(container, subscriptions=[subscription]):
             envelope = _event()
             await bus.publish(envelope)
-            # A bound that only stops a hung test: 10 minutes unless the wait was shortened to 1 s.
+            # The backoff is 10 minutes: only a wait shortened to half the lease (1 s) lets the
+            # retry come back before _eventually gives up (30 s).
             await _eventually(lambda: _has_effect(container, envelope.id), "the retry, after at most 1 s")
         assert recorder.calls[envelope.id] == 2
 

@@ -157,6 +157,34 @@ async def test_a_form_part_that_cannot_be_decoded_is_a_400_problem(
     assert stored.json()["attachment_type"] == "school report"
 
 
+@pytest.mark.parametrize(
+    "media_type", ["text/plain", "application/octet-stream", "multipart/mixed", "application/x-www-form-urlencoded"]
+)
+async def test_a_form_under_another_media_type_is_refused_before_it_is_parsed(
+    api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], media_type: str
+) -> None:
+    """Litestar parses any body with a boundary as a form: the route refuses it first, so an
+    undecodable part under another media type is not a 500 either."""
+    container, client = api
+    headers = auth(container)
+    case = await client.post("/v1/cases", json={"title": "Doe family"}, headers=headers)
+    contact = await client.post(
+        f"/v1/cases/{case.json()['id']}/contacts",
+        json={"contact_type": "home_visit", "occurred_at": "2026-01-05T10:00:00+01:00", "summary": "Saw them."},
+        headers=headers,
+    )
+    path = f"/v1/cases/{case.json()['id']}/contacts/{contact.json()['id']}/attachments"
+    response = await client.post(
+        path,
+        content=multipart(TEXT_PARTS["not utf-8"]),
+        headers={**headers, "Content-Type": f"{media_type}; boundary={BOUNDARY}"},
+    )
+    problem = assert_problem(response, 422, "attachment-file-missing")
+    assert "multipart/form-data" in problem["detail"]
+    assert_no_error_logged(logged)
+    assert (await client.get(path, headers=headers)).json()["items"] == []
+
+
 # --- 3. a signed token whose exp no float holds ------------------------------------------------
 
 

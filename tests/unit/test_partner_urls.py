@@ -46,6 +46,7 @@ UNUSABLE_URLS = [
     "https://[::1]x",
     "https://part\tner.example",  # urlsplit drops the tab; httpx refuses the URL
     "https://bücher.ex_ample",  # in an internationalised name every label must be IDNA
+    "https://xn--bcher-kva.my_service.example",  # so in one that starts with an A-label
 ]
 
 USABLE_URLS = [
@@ -286,3 +287,9 @@ async def test_only_the_gateways_own_exceptions_cost_an_attempt(backend: Backend
     crashed = await dispatcher(backend, Gateway(error=KeyError("x")))(claim, unpaced)
     assert crashed.outcome is not None and crashed.outcome.decision.error is not None
     assert crashed.outcome.decision.error.endswith("(the gateway crashed, KeyError)")
+
+
+@pytest.mark.parametrize("url", ["https://a b.example", "https://a%41.example", 'https://a"b.example', "https://{a}.x"])
+def test_an_ascii_host_with_a_character_no_host_name_has_is_refused(url: str) -> None:
+    """httpx would percent-encode these and send them: no DNS name holds them."""
+    assert not accepted(url)

@@ -5,7 +5,9 @@ Letters are read with ``basic.get`` without acknowledging; the ones not taken ar
 its original queue (through the default exchange) without its retry headers, and only then
 acknowledged, so a crash in between duplicates it rather than losing it. A letter whose queue no
 longer exists (a stopped instance's broadcast queue, a removed subscription) is left where it is,
-with a warning, and the replay goes on; its inbox row keeps its dead-letter mark.
+with a warning, and the replay goes on; its inbox row keeps its dead-letter mark, unless the
+queue went away between the check and the publish (the row was reset by then; the warning says
+so).
 """
 
 from __future__ import annotations

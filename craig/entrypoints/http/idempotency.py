@@ -216,10 +216,11 @@ def canonical_path(scope: Scope) -> str:
     spelling (Litestar also takes upper case, no dashes, braces and ``urn:uuid:``), so one key
     sent to one resource however its id is spelled is one request, not a new one per spelling."""
     template = scope.get("path_template")
-    if not template:
-        return str(scope["path"])
     params = scope.get("path_params") or {}
-    return _PARAMETER.sub(lambda found: str(params.get(found[1], found[0])), str(template))
+    names = _PARAMETER.findall(str(template or ""))
+    if not template or any(name not in params for name in names):
+        return str(scope["path"])  # never a path two resources could share
+    return _PARAMETER.sub(lambda found: str(params[found[1]]), str(template))
 
 
 def _case_of(path: str) -> UUID | None:

@@ -113,13 +113,16 @@ async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, 
     """Reads the multipart form before Litestar extracts ``data`` (it reuses the parsed form), so
     that a text part Litestar cannot decode (bytes that are not in the part's charset, or a
     charset Python does not know) is a 400 ``invalid-request``, not a ``UnicodeDecodeError`` or
-    ``LookupError`` (500). Anything else, including a body that is not multipart, is left to
-    Litestar's extraction as before."""
+    ``LookupError`` (500). A body that is not ``multipart/form-data`` is refused first, as the
+    handler refuses a form without a file: Litestar would parse any body with a ``boundary``
+    parameter as a form, whatever its media type, past this check."""
     if outer is not None:
         answer = await outer(request)
         if answer is not None:
             return answer
-    if request.content_type[0] == RequestEncodingType.MULTI_PART and request.content_type[1].get("boundary"):
+    if request.content_type[0] != RequestEncodingType.MULTI_PART:
+        raise MissingFilePart(_SEND_AS_FORM)
+    if request.content_type[1].get("boundary"):
         try:
             await request.form()
         except (UnicodeError, LookupError):
@@ -127,12 +130,15 @@ async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, 
     return None
 
 
+_SEND_AS_FORM = "send the file as multipart/form-data in a part named `file` (with a filename)"
+
+
 def _one_file(form: dict[str, Any]) -> UploadFile:
     part = form.get("file")
     if isinstance(part, list):
         raise MissingFilePart("send exactly one `file` part")
     if not isinstance(part, UploadFile):
-        raise MissingFilePart("send the file as multipart/form-data in a part named `file` (with a filename)")
+        raise MissingFilePart(_SEND_AS_FORM)
     return part
 
 
