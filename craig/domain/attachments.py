@@ -175,8 +175,14 @@ def new_attachment(
     uploaded_by: UUID,
     worker_name: str,
     now: datetime,
+    object_id: UUID | None = None,
 ) -> Attachment:
-    """A ``pending`` attachment whose object id is its own id."""
+    """A ``pending`` attachment, its blob stored under ``object_id`` (by default its own id).
+
+    The upload gives every row it makes a fresh ``object_id``, also when a retry makes the row
+    again under the same attachment id: a blob its first attempt left behind (the put failed
+    after all, and the row was removed) is an orphan the scanner may delete at any moment, and
+    the retry's blob must never be at that key."""
     name = safe_name(file_name)
     return Attachment(
         id=id,
@@ -185,7 +191,7 @@ def new_attachment(
         file_name=name,
         content_type=content_type,
         file_size=file_size,
-        object_key=contact_object_key(case_id, contact_id, id),
+        object_key=contact_object_key(case_id, contact_id, object_id or id),
         object_status=ObjectStatus.PENDING,
         uploaded_by=uploaded_by,
         worker_name=worker_name,

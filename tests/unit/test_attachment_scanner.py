@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
+from craig.ports.errors import ObjectStoreUnavailable
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
 from tests.support.casework import World, person
 
@@ -132,3 +136,66 @@ async def test_a_full_batch_asks_for_another_pass_at_once_and_a_store_error_does
     world.clock.advance(GRACE * 2)
     world.store.available = False
     assert not (await scanner(world, batch_size=2).run_once()).more
+
+
+class _LandsThenTimesOut(MemoryObjectStore):
+    """The first put stores the blob and then reports a timeout (the object store got it; the
+    answer was lost); later puts behave."""
+
+    def __init__(self, inner: MemoryObjectStore) -> None:
+        self.inner = inner
+        self.failed_once = False
+
+    async def put(self, key: str, data: bytes, content_type: str) -> None:
+        await self.inner.put(key, data, content_type)
+        if not self.failed_once:
+            self.failed_once = True
+            raise ObjectStoreUnavailable("the put timed out")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _DeletesWhenLetGo(MemoryObjectStore):
+    """A store whose deletes wait until the test lets them go, so a sweep that has decided
+    what to delete can be held there while an upload runs."""
+
+    def __init__(self, inner: MemoryObjectStore) -> None:
+        self.inner = inner
+        self.deciding = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def delete(self, key: str) -> None:
+        self.deciding.set()
+        await self.go.wait()
+        await self.inner.delete(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_the_sweep_never_deletes_the_blob_of_a_retry_that_made_its_row_again(world: World) -> None:
+    """Attempt 1's put lands but reports a timeout: its row is compensated away and its blob is
+    an orphan. Long after, the client retries with the same Idempotency-Key (the same attachment
+    id) while a sweep that has already judged that orphan is about to delete it."""
+    ann = person()
+    case = await world.case(ann)
+    contact = await world.contact(ann, case)
+    attachment_id = uuid.uuid4()
+    upload = {"file_name": "note.txt", "content_type": "text/plain", "body": b"hello", "attachment_type": None}
+    with pytest.raises(ObjectStoreUnavailable):
+        await world.upload(store=_LandsThenTimesOut(world.store))(
+            ann, case.id, contact.id, attachment_id=attachment_id, **upload
+        )
+    assert await world.attachment_rows() == []
+    world.clock.advance(GRACE + timedelta(seconds=1))
+
+    held = _DeletesWhenLetGo(world.store)
+    sweep = asyncio.create_task(AttachmentScanner(held, world.uow, world.clock, GRACE, REGISTERED_TABLES).run_once())
+    await held.deciding.wait()  # the orphan is judged; its delete waits
+    retried = await world.upload()(ann, case.id, contact.id, attachment_id=attachment_id, **upload)
+    held.go.set()
+    report = await sweep
+    assert report.orphans_removed == 1
+    assert retried.object_status is ObjectStatus.PRESENT
+    assert await world.store.head(retried.object_key) == 5  # the retry's blob is there

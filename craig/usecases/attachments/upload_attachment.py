@@ -114,6 +114,7 @@ class UploadAttachment:
             uploaded_by=principal.sub,
             worker_name=principal.name,
             now=now,
+            object_id=new_id(),  # never the key of an earlier attempt's orphan (see new_attachment)
         )
         async with (
             refusals_recorded(self.uow, principal, AuditAction.UPLOAD, ATTACHMENT, case_id=case_id),

@@ -113,15 +113,15 @@ async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, 
     """Reads the multipart form before Litestar extracts ``data`` (it reuses the parsed form), so
     that a text part Litestar cannot decode (bytes that are not in the part's charset, or a
     charset Python does not know) is a 400 ``invalid-request``, not a ``UnicodeDecodeError`` or
-    ``LookupError`` (500). A body that is not ``multipart/form-data`` is refused first, as the
-    handler refuses a form without a file: Litestar would parse any body with a ``boundary``
-    parameter as a form, whatever its media type, past this check."""
+    ``LookupError`` (500). A body that is not ``multipart/form-data`` is refused first, as a
+    400 ``invalid-request`` (what Litestar answered for most of them): Litestar would parse any
+    body with a ``boundary`` parameter as a form, whatever its media type, past this check."""
     if outer is not None:
         answer = await outer(request)
         if answer is not None:
             return answer
     if request.content_type[0] != RequestEncodingType.MULTI_PART:
-        raise MissingFilePart(_SEND_AS_FORM)
+        raise ClientException(_SEND_AS_FORM)
     if request.content_type[1].get("boundary"):
         try:
             await request.form()
