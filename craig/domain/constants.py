@@ -245,7 +245,8 @@ CASEWORK_EARLIEST_TIMESTAMP: Final = datetime(1900, 1, 1, tzinfo=UTC)
 #: A case's ``opened_at`` may lie this far in the future (a case has always been openable with a
 #: later date); the bound keeps ``datetime.max`` (PostgreSQL's ``infinity``) out of the database.
 CASE_OPENED_FUTURE_TOLERANCE: Final = timedelta(days=366)
-#: S3 client: fail fast on an unreachable endpoint, allow slow transfers, retry 5xx twice.
+#: S3 client: fail fast on an unreachable endpoint, allow slow transfers, retry 5xx and failed
+#: connections twice (a read timeout is final: a server silent that long is not asked again).
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
 OBJECT_STORE_RETRIES: Final = 2
@@ -258,6 +259,9 @@ OBJECT_KEY_MAX_BYTES: Final = 1024
 #: The filesystem store tries a put this often: a concurrent delete may remove an emptied parent
 #: directory under it.
 OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS: Final = 3
+#: The filesystem store deletes a temporary file of a put this old when it starts (a crash left
+#: it; a put in progress in another process is far younger).
+OBJECT_STORE_FILESYSTEM_STALE_INCOMING: Final = timedelta(hours=1)
 #: Keys the filesystem store reads per page of a listing (S3 answers 1000 per request): a page
 #: holds at most this many entries per directory level in memory, never a directory or the tree.
 OBJECT_STORE_LIST_PAGE_KEYS: Final = 1000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
@@ -225,3 +226,18 @@ async def test_a_filesystem_page_of_a_large_directory_holds_a_page_of_it_not_all
     await listing.aclose()
     assert [o.key for o in page] == [f"big/{n:05}" for n in range(10_000, 10_010)]
     assert peak < 500_000, f"{peak} bytes traced while one page of 10 keys was read"
+
+
+async def test_the_filesystem_store_removes_a_crashed_puts_temporary_file_when_it_starts(tmp_path: Path) -> None:
+    """A put killed between writing its temporary file and renaming it leaves the file; the
+    next start removes it once it is stale, and leaves a younger one (another process's put)."""
+    store = FilesystemObjectStore(tmp_path / "objects")
+    await store.prepare()
+    incoming = tmp_path / "objects" / "incoming"
+    stale, young = incoming / "put-crashed", incoming / "put-in-progress"
+    stale.write_bytes(b"half")
+    young.write_bytes(b"half")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    await store.prepare()
+    assert sorted(p.name for p in incoming.iterdir()) == ["put-in-progress"]

@@ -5,6 +5,8 @@ incident id, so clients do not retry a misconfiguration forever."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -164,3 +166,41 @@ async def test_an_upload_while_the_s3_server_is_down_is_a_503(
     assert unavailable.status_code == 503, unavailable.text
     assert problem_code(unavailable.json()) == "dependency-unavailable"
     assert unavailable.headers["retry-after"]
+
+
+async def test_a_server_that_never_answers_is_asked_once_per_call_on_the_stores_own_threads() -> None:
+    """A hung S3 (it accepts and never answers) costs one read timeout per call, not one per
+    retry, and ties up the store's own threads, never the event loop's default pool."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-hung", secure=False, read_timeout_seconds=0.5)
+    try:
+        with pytest.raises(ObjectStoreUnavailable):
+            await store.head("a/b.txt")
+        assert len(accepted) == 1
+        assert (await store._call(lambda: threading.current_thread().name)).startswith("craig-s3")
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_put_over_the_multipart_threshold_is_one_request(s3_server: SeaweedS3, s3_bucket: str) -> None:
+    """The SDK splits anything over 5 MiB into an S3 multipart upload unless told otherwise; one cut
+    short would leave parts no listing shows. The store sends one PUT."""
+    store = store_for(s3_server, s3_bucket)
+
+    def no_multipart(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("a multipart upload was started")
+
+    store.client._create_multipart_upload = no_multipart  # type: ignore[method-assign]
+    data = bytes(range(256)) * (6 * 1024 * 4)  # 6 MiB
+    await store.put("a/large.bin", data, "application/octet-stream")
+    assert await store.head("a/large.bin") == len(data)
+    await store.delete("a/large.bin")

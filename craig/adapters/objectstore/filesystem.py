@@ -2,8 +2,12 @@
 
 Layout: ``<root>/data/<key>`` holds the objects; ``<root>/incoming`` holds files being written.
 A put writes and fsyncs a temporary file, then renames it into place, so a reader (or a crash)
-never sees half an object. Keys map to nested directories, so one key may not be a "directory"
-of another (``a/b`` and ``a/b/c``); Craig's keys never are.
+never sees half an object. A temporary file a crash left behind is deleted when the store is
+next prepared (at start), once it is older than ``OBJECT_STORE_FILESYSTEM_STALE_INCOMING``: a
+younger one may be another process's put in progress (``craig serve --workers``).
+
+Keys map to nested directories, so one key may not be a "directory" of another (``a/b`` and
+``a/b/c``); Craig's keys never are.
 """
 
 from __future__ import annotations
@@ -14,12 +18,17 @@ import contextlib
 import heapq
 import os
 import tempfile
+import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from craig.domain.constants import OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS, OBJECT_STORE_LIST_PAGE_KEYS
+from craig.domain.constants import (
+    OBJECT_STORE_FILESYSTEM_PUT_ATTEMPTS,
+    OBJECT_STORE_FILESYSTEM_STALE_INCOMING,
+    OBJECT_STORE_LIST_PAGE_KEYS,
+)
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.ports.object_store import Download, ObjectStore, StoredObject, check_key
 
@@ -68,6 +77,15 @@ class FilesystemObjectStore(ObjectStore):
 
     async def prepare(self) -> None:
         await _io(self._prepare)
+        await _io(self._remove_stale_incoming)
+
+    def _remove_stale_incoming(self) -> None:
+        cutoff = time.time() - OBJECT_STORE_FILESYSTEM_STALE_INCOMING.total_seconds()
+        with os.scandir(self._incoming) as entries:
+            for entry in entries:
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.name.startswith("put-") and entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
 
     def _prepare(self) -> None:
         self._data.mkdir(parents=True, exist_ok=True)

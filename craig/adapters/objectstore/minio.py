@@ -1,6 +1,13 @@
 """The S3 object store (MinIO SDK; any S3 endpoint: MinIO, SeaweedFS, AWS).
 
-The SDK is blocking, so every call runs in a worker thread (``asyncio.to_thread``). A missing key
+The SDK is blocking, so every call runs in a thread of the store's own pool (at most
+``OBJECT_STORE_MAX_CONNECTIONS``): an S3 that hangs ties up those threads only, never the
+event loop's default pool, which DNS lookups, hashing and the rest of the process share. A read
+timeout is not retried (a server that sent nothing for ``OBJECT_STORE_READ_TIMEOUT`` is not
+asked again, so a call gives up after one read timeout, not three); connection failures and 5xx
+answers are, ``OBJECT_STORE_RETRIES`` times. A put is one PUT request, never an S3 multipart
+upload, so a put cut short leaves no incomplete upload behind (the SDK would split anything over
+5 MiB into parts, and a crash between them leaves parts no listing shows). A missing key
 (``NoSuchKey``) is an answer, not an error. Other errors are translated by what a retry can do:
 
 * :class:`ObjectStoreUnavailable` (retryable, HTTP 503): no connection, a timeout, a broken
@@ -14,14 +21,18 @@ The SDK is blocking, so every call runs in a worker thread (``asyncio.to_thread`
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import io
 from collections.abc import AsyncGenerator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from typing import Any, TypeVar
 
 import urllib3
 from minio import Minio
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
+from minio.helpers import MAX_PART_SIZE, MIN_PART_SIZE
 
 from craig.domain.constants import (
     OBJECT_STORE_CONNECT_TIMEOUT,
@@ -80,16 +91,18 @@ class MinioObjectStore(ObjectStore):
         *,
         secure: bool = True,
         region: str = "",
+        read_timeout_seconds: float = OBJECT_STORE_READ_TIMEOUT.total_seconds(),
     ) -> None:
         self.endpoint = endpoint
         self.bucket = bucket
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(
                 connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
-                read=OBJECT_STORE_READ_TIMEOUT.total_seconds(),
+                read=read_timeout_seconds,
             ),
             retries=urllib3.Retry(
                 total=OBJECT_STORE_RETRIES,
+                read=0,  # a read timeout is final (see the module docstring)
                 backoff_factor=OBJECT_STORE_RETRY_BACKOFF.total_seconds(),
                 status_forcelist=[500, 502, 503, 504],
             ),
@@ -103,10 +116,12 @@ class MinioObjectStore(ObjectStore):
             region=region or None,
             http_client=http,
         )
+        self._threads = ThreadPoolExecutor(OBJECT_STORE_MAX_CONNECTIONS, thread_name_prefix="craig-s3")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+            call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(self._threads, call)
         except _FAILURES as error:
             raise translate(error, self.endpoint) from error
 
@@ -129,6 +144,7 @@ class MinioObjectStore(ObjectStore):
             io.BytesIO(data),
             len(data),
             content_type=content_type or "application/octet-stream",
+            part_size=min(max(len(data), MIN_PART_SIZE), MAX_PART_SIZE),  # one part: one PUT
         )
 
     async def open(self, key: str, chunk_size: int) -> Download | None:
