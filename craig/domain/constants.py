@@ -233,8 +233,6 @@ ATTACHMENT_DOWNLOAD_CHUNK_BYTES: Final = 256 * 1024
 ATTACHMENT_FAILURE_REASON_MAX_CHARS: Final = 500
 #: A file name's extension longer than this is not kept as an extension.
 ATTACHMENT_FILE_EXTENSION_MAX_CHARS: Final = 16
-#: Bytes of an upload read to decide whether it is text.
-ATTACHMENT_TEXT_SNIFF_BYTES: Final = 64 * 1024
 CONTACT_SUMMARY_MAX_LENGTH: Final = 20_000
 #: A contact may be dated this far in the future (clock skew of the worker's device).
 CONTACT_FUTURE_TOLERANCE: Final = timedelta(minutes=5)

@@ -7,19 +7,19 @@ refused, so every allowed type has a signature check on the body itself.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Callable
 
 import attrs
 
-from craig.domain.constants import ATTACHMENT_TEXT_SNIFF_BYTES
-
 Matcher = Callable[[bytes], bool]
 
 #: Brands of the ISO base media file format that are HEIF/HEIC still images (phone photos).
 _HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1"})
-#: Control characters that never appear in plain text (TAB, LF, FF and CR are fine).
-_BINARY_CONTROLS = frozenset(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D}) | {0x7F}
+#: Control characters that never appear in plain text (TAB, LF, FF and CR are fine). In UTF-8
+#: these bytes only ever stand for themselves, so a byte search finds exactly those characters.
+_BINARY_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
 @attrs.frozen
@@ -27,6 +27,9 @@ class FileType:
     media_type: str
     description: str
     matches: Matcher = attrs.field(eq=False, repr=False)
+    #: The name endings of this type, the usual one first: a download whose name ends otherwise
+    #: gets the usual one added (see :func:`download_name`).
+    extensions: tuple[str, ...] = ()
 
 
 def _prefix(*signatures: bytes) -> Matcher:
@@ -42,16 +45,14 @@ def _heif(body: bytes) -> bool:
 
 
 def _text(body: bytes) -> bool:
-    """UTF-8 (BOM allowed) without binary control characters; the first 64 KiB decide, with a
-    possibly cut last character forgiven."""
-    sample = body[:ATTACHMENT_TEXT_SNIFF_BYTES]
+    """UTF-8 (BOM allowed) without binary control characters, the whole of it: a text file
+    whose first part is text and whose rest is a program is refused. Both checks run in C
+    (decode, a byte regex), about 20 ms for 25 MB."""
     try:
-        text = sample.decode("utf-8")
-    except UnicodeDecodeError as error:
-        if len(body) <= ATTACHMENT_TEXT_SNIFF_BYTES or error.start < len(sample) - 3:
-            return False
-        text = sample[: error.start].decode("utf-8")
-    return not any(ord(char) in _BINARY_CONTROLS for char in text)
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _BINARY_CONTROL.search(body) is None
 
 
 def _zip_names(body: bytes) -> list[str] | None:
@@ -90,40 +91,45 @@ def _open_document(media_type: str) -> Matcher:
 
 
 ALLOWED_FILE_TYPES: tuple[FileType, ...] = (
-    FileType("application/pdf", "PDF", _prefix(b"%PDF-")),
-    FileType("image/png", "PNG", _prefix(b"\x89PNG\r\n\x1a\n")),
-    FileType("image/jpeg", "JPEG", _prefix(b"\xff\xd8\xff")),
-    FileType("image/gif", "GIF", _prefix(b"GIF87a", b"GIF89a")),
-    FileType("image/webp", "WebP", _webp),
-    FileType("image/tiff", "TIFF", _prefix(b"II*\x00", b"MM\x00*")),
-    FileType("image/heic", "HEIC", _heif),
-    FileType("image/heif", "HEIF", _heif),
-    FileType("text/plain", "plain text (UTF-8)", _text),
-    FileType("text/csv", "CSV (UTF-8)", _text),
+    FileType("application/pdf", "PDF", _prefix(b"%PDF-"), (".pdf",)),
+    FileType("image/png", "PNG", _prefix(b"\x89PNG\r\n\x1a\n"), (".png",)),
+    FileType("image/jpeg", "JPEG", _prefix(b"\xff\xd8\xff"), (".jpg", ".jpeg", ".jpe")),
+    FileType("image/gif", "GIF", _prefix(b"GIF87a", b"GIF89a"), (".gif",)),
+    FileType("image/webp", "WebP", _webp, (".webp",)),
+    FileType("image/tiff", "TIFF", _prefix(b"II*\x00", b"MM\x00*"), (".tif", ".tiff")),
+    FileType("image/heic", "HEIC", _heif, (".heic",)),
+    FileType("image/heif", "HEIF", _heif, (".heif", ".heic")),
+    FileType("text/plain", "plain text (UTF-8)", _text, (".txt", ".text", ".log")),
+    FileType("text/csv", "CSV (UTF-8)", _text, (".csv",)),
     FileType(
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
         "Word document (DOCX)",
         _office_open_xml("word/document.xml"),
+        (".docx",),
     ),
     FileType(
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         "Excel workbook (XLSX)",
         _office_open_xml("xl/workbook.xml"),
+        (".xlsx",),
     ),
     FileType(
         "application/vnd.openxmlformats-officedocument.presentationml.presentation",
         "PowerPoint presentation (PPTX)",
         _office_open_xml("ppt/presentation.xml"),
+        (".pptx",),
     ),
     FileType(
         "application/vnd.oasis.opendocument.text",
         "OpenDocument text (ODT)",
         _open_document("application/vnd.oasis.opendocument.text"),
+        (".odt",),
     ),
     FileType(
         "application/vnd.oasis.opendocument.spreadsheet",
         "OpenDocument spreadsheet (ODS)",
         _open_document("application/vnd.oasis.opendocument.spreadsheet"),
+        (".ods",),
     ),
 )
 
@@ -135,3 +141,13 @@ def media_type_essence(content_type: str) -> str:
     """``Text/Plain; charset=utf-8`` -> ``text/plain`` (aliases resolved)."""
     essence = content_type.split(";", 1)[0].strip().lower()
     return MEDIA_TYPE_ALIASES.get(essence, essence)
+
+
+def download_name(file_name: str, media_type: str) -> str:
+    """``file_name`` as a download offers it: with the usual ending of ``media_type`` added when
+    it ends in none of that type's (``run.bat`` checked as plain text downloads as
+    ``run.bat.txt``), so what was checked as one type never opens as another by its name."""
+    kind = next((t for t in ALLOWED_FILE_TYPES if t.media_type == media_type), None)
+    if kind is None or not kind.extensions or file_name.lower().endswith(kind.extensions):
+        return file_name
+    return file_name + kind.extensions[0]

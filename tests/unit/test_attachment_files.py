@@ -29,6 +29,7 @@ from craig.domain.attachments import (
 )
 from craig.domain.constants import ATTACHMENT_FILE_NAME_MAX_BYTES
 from craig.domain.file_names import ascii_fallback
+from craig.domain.file_types import download_name
 from tests.support.files import ELF_HEADER, EXE_HEADER, docx_bytes, odt_bytes, png_bytes, xlsx_bytes
 
 pytestmark = pytest.mark.unit
@@ -199,3 +200,32 @@ def test_png_signature_decides_for_png(tail: bytes) -> None:
     assume(not tail.startswith(b"\x89PNG"))
     with pytest.raises(UploadContentMismatch):
         validate_upload("image/png", b"\x00" + tail, SMALL)
+
+
+def test_text_is_checked_whole_not_by_its_first_part() -> None:
+    """A script padded with 70,000 characters of text before its binary tail is not text."""
+    padded = b"#" * 70_000 + b"\x00\x01\x02MZ\x90\x00"
+    with pytest.raises(UploadContentMismatch):
+        validate_upload("text/plain", padded, UploadValidation())
+    assert validate_upload("text/plain", "Grüße\tok\r\n".encode() * 10_000, UploadValidation()) == "text/plain"
+
+
+@pytest.mark.parametrize(
+    ("name", "media_type", "offered"),
+    [
+        ("run.bat", "text/plain", "run.bat.txt"),
+        ("page.html", "text/plain", "page.html.txt"),
+        ("notes.TXT", "text/plain", "notes.TXT"),
+        ("visit.log", "text/plain", "visit.log"),
+        ("photo.jpeg", "image/jpeg", "photo.jpeg"),
+        ("photo", "image/jpeg", "photo.jpg"),
+        ("report.exe", "application/pdf", "report.exe.pdf"),
+        ("list.csv", "text/csv", "list.csv"),
+    ],
+)
+def test_a_download_is_named_with_an_ending_of_its_checked_type(name: str, media_type: str, offered: str) -> None:
+    assert download_name(name, media_type) == offered
+
+
+def test_every_allowed_type_has_a_usual_ending() -> None:
+    assert all(kind.extensions and kind.extensions[0].startswith(".") for kind in ALLOWED_FILE_TYPES)

@@ -101,7 +101,9 @@ class UploadAttachment:
         attachment_type: str | None,
         attachment_id: UUID | None = None,
     ) -> Attachment:
-        media_type = validate_upload(content_type, body, self.validation)
+        # In a thread: a body is checked whole (a 25 MB text, an archive's directory), which
+        # must not hold up every other request of this process meanwhile.
+        media_type = await asyncio.to_thread(validate_upload, content_type, body, self.validation)
         now = self.clock.now()
         draft = new_attachment(
             id=attachment_id or new_id(),

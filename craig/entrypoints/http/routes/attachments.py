@@ -25,6 +25,7 @@ from craig.domain.constants import (
     ATTACHMENT_TYPE_MAX_LENGTH,
 )
 from craig.domain.errors import InvalidInput
+from craig.domain.file_types import download_name
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.dependencies import Me, Paging
@@ -278,7 +279,9 @@ async def download_attachment(
     """The blob, streamed, as an attachment (never rendered inline). 404 while pending or failed."""
     attachment, download = await open_attachment(principal, case_id, contact_id, attachment_id)
     headers = {
-        "Content-Disposition": content_disposition_attachment(attachment.file_name),
+        "Content-Disposition": content_disposition_attachment(
+            download_name(attachment.file_name, attachment.content_type)
+        ),
         "Content-Length": str(download.size),
         "X-Content-Type-Options": "nosniff",
         "Cache-Control": "private, no-store",
