@@ -30,6 +30,8 @@ class PendingStats:
     pending: int
     oldest_pending_created_at: datetime | None
     now: datetime
+    #: Rows the scanner failed (their object is not what the upload declared), kept for an operator.
+    failed: int = 0
 
 
 class ObjectRows(Protocol):
@@ -58,6 +60,6 @@ class ObjectRows(Protocol):
         ...
 
     async def pending_stats(self) -> PendingStats:
-        """The ``pending`` backlog for metrics and ``craig status`` (``now`` is the database clock;
-        the partial index on pending rows serves it)."""
+        """The ``pending`` backlog, and the ``failed`` rows, for metrics and ``craig status``
+        (``now`` is the database clock; partial indexes on pending and failed rows serve it)."""
         ...

@@ -123,8 +123,10 @@ async def test_pending_rows_older_than_grace_and_stats(backend: Backend) -> None
     contact = await a_contact(uow)
     old = [await add(uow, draft(contact, f"old{i}.pdf"), backend) for i in range(3)]
     done = await add(uow, draft(contact, "done.pdf"))
+    odd = await add(uow, draft(contact, "odd.pdf"))
     async with uow:
         await uow.attachments.mark_present(done.id)
+        await uow.attachments.mark_failed(odd.id)
         await uow.commit()
     await backend.sleep(0.3)
     young = await add(uow, draft(contact, "young.pdf"))
@@ -136,6 +138,7 @@ async def test_pending_rows_older_than_grace_and_stats(backend: Backend) -> None
         assert len(await uow.attachments.pending_older_than(timedelta(0), limit=10)) == 4
         stats = await uow.attachments.pending_stats()
         assert stats.pending == 4 and stats.oldest_pending_created_at == old[0].created_at
+        assert stats.failed == 1
         assert stats.now >= young.created_at
         known = await uow.attachments.known_object_keys([done.object_key, young.object_key, "cases/contacts/x"])
         assert known == {done.object_key, young.object_key}

@@ -86,6 +86,11 @@ def test_0020_drops_the_unread_partner_index_of_send_jobs_and_downgrade_brings_i
     assert_up_down_up(pg_server_url, "0020", "0019", index, applied=0, undone=1)
 
 
+def test_0021_adds_the_failed_attachments_index_and_drops_it_on_downgrade(pg_server_url: str) -> None:
+    index = "SELECT indexname FROM pg_indexes WHERE indexname = 'idx_contact_attachments_failed'"
+    assert_up_down_up(pg_server_url, "0021", "0020", index, applied=1, undone=0)
+
+
 def test_0013_adds_the_history_indexes_and_drops_them_on_downgrade(pg_server_url: str) -> None:
     indexes = (
         "SELECT indexname FROM pg_indexes WHERE indexname IN "

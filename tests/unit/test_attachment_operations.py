@@ -53,6 +53,7 @@ async def test_the_scanner_loop_runs_and_counts_removed_orphans(tmp_path: Path) 
     assert await store.head(orphan) is None
 
     await attachment_backlog(container)()
-    assert sample("craig_attachments_pending") == 0
+    assert sample("craig_attachments_pending") == 0 and sample("craig_attachments_failed") == 0
     section = await section_table("attachments", container)
     assert section["contact_attachments: pending"] == 0 and section["contact_attachments: oldest pending age"] == "-"
+    assert section["contact_attachments: failed, kept for an operator"] == 0

@@ -82,6 +82,8 @@ async def test_each_pending_case_is_settled_after_grace(world: World) -> None:
     ]
     assert await world.store.head(odd.object_key) == 7  # kept for an operator
     assert await world.store.head(young.object_key) is None
+    (backlog,) = (await scanner(world).backlog()).values()
+    assert (backlog.pending, backlog.failed) == (1, 1)  # young waits; odd is kept for an operator
     assert (await scanner(world).run_once()).missing == 0  # nothing twice
 
 

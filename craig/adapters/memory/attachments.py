@@ -157,4 +157,5 @@ class MemoryAttachmentRepository(AttachmentRepository):
             pending=len(pending),
             oldest_pending_created_at=min((row.created_at for row in pending), default=None),
             now=self.session.db.now(),
+            failed=len(await self._rows(ObjectStatus.FAILED)),
         )

@@ -73,7 +73,8 @@ _KNOWN = text("SELECT object_key FROM contact_attachments WHERE object_key = ANY
 )
 _STATS = text(
     """
-    SELECT count(*) AS pending, min(created_at) AS oldest, now() AS db_now
+    SELECT count(*) AS pending, min(created_at) AS oldest, now() AS db_now,
+           (SELECT count(*) FROM contact_attachments WHERE object_status = 'failed') AS failed
       FROM contact_attachments WHERE object_status = 'pending'
     """
 )
@@ -170,4 +171,6 @@ class PostgresAttachmentRepository(AttachmentRepository):
 
     async def pending_stats(self) -> PendingStats:
         row = (await self.session.execute(_STATS)).mappings().one()
-        return PendingStats(pending=row["pending"], oldest_pending_created_at=row["oldest"], now=row["db_now"])
+        return PendingStats(
+            pending=row["pending"], oldest_pending_created_at=row["oldest"], now=row["db_now"], failed=row["failed"]
+        )

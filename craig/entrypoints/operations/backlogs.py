@@ -91,6 +91,8 @@ async def attachments(container: Container) -> list[Entry]:
         entries.append(Entry(("tables", table, "pending"), f"{table}: pending", stats.pending))
         oldest = ("tables", table, "oldest_pending_age_seconds")
         entries.append(Entry(oldest, f"{table}: oldest pending age", seconds, format_age(seconds)))
+        failed = ("tables", table, "failed")
+        entries.append(Entry(failed, f"{table}: failed, kept for an operator", stats.failed))
     entries.append(
         Entry(
             ("scanner",),

@@ -28,6 +28,11 @@ idempotency_slots = Gauge("craig_idempotency_slots", "Idempotency slots by statu
 attachments_pending = Gauge(
     "craig_attachments_pending", "Attachment rows still pending (blob not confirmed)", registry=REGISTRY
 )
+attachments_failed = Gauge(
+    "craig_attachments_failed",
+    "Attachment rows the scanner failed (stored object not what the upload declared), kept for an operator",
+    registry=REGISTRY,
+)
 attachments_oldest_pending_age = Gauge(
     "craig_attachments_oldest_pending_age_seconds", "Age of the oldest pending attachment row", registry=REGISTRY
 )
@@ -79,6 +84,7 @@ def attachment_backlog(container: Container) -> metrics.Refresher:
         pending = sum(stats.pending for stats in backlog.values())
         ages = [seconds_since(stats.now, stats.oldest_pending_created_at) or 0.0 for stats in backlog.values()]
         attachments_pending.set(pending)
+        attachments_failed.set(sum(stats.failed for stats in backlog.values()))
         attachments_oldest_pending_age.set(max(ages, default=0))
 
     return refresh
