@@ -179,8 +179,9 @@ class IdempotencyMiddleware(ASGIMiddleware):
                     send,
                     409,
                     "idempotency-claim-lost",
-                    "this request's claim expired and a retry took it over; its effects were discarded. "
-                    "Retry to receive the final result",
+                    "this request's claim expired and a retry took it over; this attempt's transaction was "
+                    "rolled back (an upload's pending attachment, committed on its own, is completed by the "
+                    "retry). Retry to receive the final result",
                     headers=[(b"retry-after", b"1")],
                 )
                 return
@@ -193,7 +194,9 @@ class IdempotencyMiddleware(ASGIMiddleware):
                     send,
                     503,
                     "dependency-unavailable",
-                    "the result could not be stored; nothing was committed. Retry with the same Idempotency-Key",
+                    "the result could not be stored, and the request's transaction was rolled back (an "
+                    "upload's pending attachment, committed on its own, is completed by the retry). Retry "
+                    "with the same Idempotency-Key",
                     headers=[(b"retry-after", b"1")],
                 )
                 return
