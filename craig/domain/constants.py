@@ -103,6 +103,9 @@ RABBIT_PUBLISH_TIMEOUT: Final = timedelta(seconds=10)
 RABBIT_GRACEFUL_STOP_TIMEOUT: Final = timedelta(seconds=15)
 #: RabbitMQ: the readiness probe's ping.
 RABBIT_PING_TIMEOUT: Final = timedelta(seconds=3)
+#: RabbitMQ: longest wait for a connection, handshake included (a broker that accepts and never
+#: answers is unavailable after this, not a start that hangs).
+RABBIT_CONNECT_TIMEOUT: Final = timedelta(seconds=10)
 #: RabbitMQ: upper bound on dead letters read in one operation (list, count, replay).
 RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES: Final = 100_000
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import structlog
 from prometheus_client import (
@@ -129,11 +130,29 @@ worker_loop_last_pass = Gauge(
     ["loop"],
     registry=REGISTRY,
 )
+#: Registered only while a worker's health server runs (:func:`worker_ready_exported`): every
+#: other process (the API's ``/metrics``) would export it as a constant 0, and an alert on it, or
+#: on its absence, would be wrong for every instance that is no worker.
 worker_ready = Gauge(
     "craig_worker_ready",
     "1 when every background loop of this worker finished a pass in time (its /health/ready), else 0",
-    registry=REGISTRY,
+    registry=None,
 )
+_worker_ready_servers = [0]
+
+
+@contextmanager
+def worker_ready_exported() -> Iterator[None]:
+    """``craig_worker_ready`` is in :data:`REGISTRY` while this block runs (blocks may nest)."""
+    if not _worker_ready_servers[0]:
+        REGISTRY.register(worker_ready)
+    _worker_ready_servers[0] += 1
+    try:
+        yield
+    finally:
+        _worker_ready_servers[0] -= 1
+        if not _worker_ready_servers[0]:
+            REGISTRY.unregister(worker_ready)
 
 
 def observe_send_outcome(outcome: str, seconds: float) -> None:

@@ -80,6 +80,14 @@ async def test_each_request_is_counted_once_with_the_status_it_got(tmp_path: Pat
     assert "process_cpu_seconds_total" in scraped and "python_info{" in scraped
 
 
+async def test_the_api_does_not_export_the_workers_readiness(tmp_path: Path) -> None:
+    """craig_worker_ready belongs to `craig worker`: an API exporting a constant 0 would fire the
+    "worker not ready" alert forever and hide an absent worker."""
+    async with serving("memory", tmp_path) as (_container, client):
+        text = (await client.get("/metrics")).text
+    assert "craig_worker_ready" not in text and "craig_http_requests_total" in text
+
+
 async def test_a_metrics_port_takes_metrics_off_the_public_api(tmp_path: Path) -> None:
     settings = make_settings("memory", tmp_path, http=HttpSettings(metrics_port=9))
     container = make_container(settings)

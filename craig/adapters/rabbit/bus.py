@@ -67,6 +67,7 @@ from craig.domain.constants import (
     BUS_SETTLE_BACKOFF_CAP,
     INBOX_MAX_RETRIES,
     RABBIT_BROADCAST_QUEUE_EXPIRES_MS,
+    RABBIT_CONNECT_TIMEOUT,
     RABBIT_GRACEFUL_STOP_TIMEOUT,
     RABBIT_HEADER_ERROR_MAX_CHARS,
     RABBIT_INFRASTRUCTURE_RETRY,
@@ -108,6 +109,7 @@ class RabbitEventBus(EventBus):
         prefetch: int = RABBIT_PREFETCH,
         publish_timeout_seconds: float = RABBIT_PUBLISH_TIMEOUT.total_seconds(),
         broadcast_queue_expires_ms: int = RABBIT_BROADCAST_QUEUE_EXPIRES_MS,
+        connect_timeout_seconds: float = RABBIT_CONNECT_TIMEOUT.total_seconds(),
     ) -> None:
         self.url = url
         self.broadcast_queue_expires_ms = broadcast_queue_expires_ms
@@ -122,6 +124,9 @@ class RabbitEventBus(EventBus):
             logger=logging.getLogger("faststream.access.rabbit"),
             default_channel=Channel(prefetch_count=prefetch, publisher_confirms=True, on_return_raises=True),
             graceful_timeout=RABBIT_GRACEFUL_STOP_TIMEOUT.total_seconds(),
+            # The first connection fails after this (aio-pika then stops trying: no reconnect
+            # loop is left behind, which cancelling the connect from outside would leave).
+            timeout=connect_timeout_seconds,
             on_reconnected=[self._reconnected],
         )
         self._on_connected: list[Callable[[], object]] = []

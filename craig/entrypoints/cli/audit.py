@@ -78,7 +78,7 @@ def head_command(with_seq: bool, as_json: bool) -> int:
 
 async def show_head(container: Container, *, with_seq: bool = False, as_json: bool = False) -> int:
     """The command: the head on stdout (0), or one line on stderr when nothing is sealed (1)."""
-    async with running(container):
+    async with running(container, parts=("database",)):  # the chain is all it reads
         head = await container.audit.head()()
     if head is None:
         click.echo("craig: nothing is sealed yet", err=True)
@@ -93,7 +93,7 @@ async def show_head(container: Container, *, with_seq: bool = False, as_json: bo
 async def verify(container: Container, expect_head: ExpectedHead | None = None, stderr: TextIO | None = None) -> int:
     """The command: 0 when the chain is intact, 1 when not (the findings on stdout)."""
     bar = ProgressBar(stderr or sys.stderr)
-    async with running(container):
+    async with running(container, parts=("database",)):  # the chain is all it reads
         try:
             report = await container.audit.verify()(
                 expect_head, lambda done, total: bar.update(PROGRESS_LABEL, done, total)

@@ -78,5 +78,6 @@ async def worker_health_server(host: str, port: int, loops: Sequence[Loop], bus:
         return Answer(200, METRICS_CONTENT_TYPE, await metrics.render([], [metrics.REGISTRY]))
 
     handlers = {"/health/live": live, "/health/ready": ready, "/metrics": prometheus}
-    async with ops_server(host, port, handlers) as bound:
-        yield bound
+    with metrics.worker_ready_exported():
+        async with ops_server(host, port, handlers) as bound:
+            yield bound
