@@ -9,6 +9,7 @@ run on PostgreSQL 15 and 18 alike (no ``uuidv7()``: ids are made by the applicat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from sqlalchemy import pool
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -31,10 +32,34 @@ def _url() -> str:
     return settings.database.url
 
 
+#: Held (a session-level advisory lock) while migrations run: two `craig db upgrade` at once, or
+#: two processes migrating the embedded database as they start, run one after the other; the
+#: second finds the work done instead of failing halfway through the first one's revision.
+_LOCK = "SELECT pg_advisory_lock(hashtext('craig migrations'))"
+_UNLOCK = "SELECT pg_advisory_unlock(hashtext('craig migrations'))"
+#: A revision's DDL waits this long for a table lock (behind a long transaction of the app), then
+#: fails: the app's own statements would otherwise queue behind the waiting DDL, and stall.
+_LOCK_TIMEOUT = "SET lock_timeout = '10s'"
+
+
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
-    context.configure(connection=connection, target_metadata=None, transaction_per_migration=True)
-    with context.begin_transaction():
-        context.run_migrations()
+    connection.exec_driver_sql(_LOCK_TIMEOUT)
+    connection.exec_driver_sql(_LOCK)
+    connection.commit()
+    try:
+        context.configure(connection=connection, target_metadata=None, transaction_per_migration=True)
+        with context.begin_transaction():
+            context.run_migrations()
+        if connection.in_transaction():
+            connection.commit()
+    except BaseException:
+        if connection.in_transaction():
+            connection.rollback()
+        raise
+    finally:
+        with contextlib.suppress(Exception):  # a lost connection released the lock already
+            connection.exec_driver_sql(_UNLOCK)
+            connection.commit()
 
 
 async def _run_async() -> None:

@@ -84,7 +84,11 @@ def test_status_json_has_the_documented_keys(tmp_path: Path) -> None:
     assert report["dependencies"] == {"database": "up", "object_store": "up"}
     assert report["outbox"] == {"pending": 0, "failing": 0, "oldest_pending_age_seconds": None}
     assert set(report["send_jobs"]["jobs_by_status"]) == {"pending", "in_flight", "sent", "failed"}
-    assert report["attachments"]["tables"]["contact_attachments"] == {"pending": 0, "oldest_pending_age_seconds": None}
+    assert report["attachments"]["tables"]["contact_attachments"] == {
+        "pending": 0,
+        "oldest_pending_age_seconds": None,
+        "failed": 0,
+    }
     assert report["attachments"]["scanner"] == {"grace_seconds": 3600, "interval_seconds": 300}
     assert set(report["intake_queue"]["by_priority"]) == {"urgent", "high", "medium", "low", "unscored"}
     assert report["intake_queue"]["by_priority"]["urgent"] == {

@@ -3,10 +3,14 @@ real PostgreSQL (embedded 18, or CRAIG_TEST_DATABASE_URL such as the system 15).
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 import uuid
 
 import asyncpg
 import pytest
+from sqlalchemy.exc import DBAPIError
 
 from craig.adapters.postgres import migrations
 from tests.support.services import admin_sql, fetch, public_tables, scratch_database
@@ -192,7 +196,7 @@ def test_0011_turns_payloads_into_text_keeps_every_value_and_downgrades(pg_serve
         rows = {str(r["id"]): r["payload"] for r in fetch(url, "SELECT id, payload FROM exchange_transactions")}
         assert rows == {ids["plain"]: '{"n": 1, "note": "kept"}', ids["sealed"]: sealed}
         assert fetch(url, checks) == []
-        assert migrations.head_revision() == "0020"
+        assert migrations.head_revision() == "0021"
 
 
 def test_0015_indexes_what_the_purges_read_and_downgrades_cleanly(pg_server_url: str) -> None:
@@ -249,3 +253,36 @@ def test_0016_cuts_stored_partner_answers_to_their_first_clause(pg_server_url: s
         stored = sorted((r["last_error"] or "") for r in fetch(url, "SELECT last_error FROM exchange_send_jobs"))
         assert stored == sorted(["", *errors.values()])
         assert not any("Ann" in error for error in stored)
+
+
+def test_two_upgrades_at_once_run_one_after_the_other_and_both_succeed(pg_server_url: str) -> None:
+    """Two `craig db upgrade` (or two embedded processes starting) on one fresh database: the
+    second waits for the first's advisory lock and then finds every revision applied."""
+    with scratch_database(pg_server_url) as url:
+        script = f"from craig.adapters.postgres import migrations; migrations.upgrade({url!r}, 'head')"
+        runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for run in runs:
+            _, stderr = run.communicate(timeout=120)
+            assert run.returncode == 0, stderr  # one failed before: DuplicateFunctionError halfway
+        assert fetch(url, "SELECT version_num FROM alembic_version") == [(migrations.head_revision(),)]
+
+
+def test_a_revision_waiting_for_a_table_lock_gives_up_after_the_lock_timeout(pg_server_url: str) -> None:
+    """A long transaction of the app holds a table the next revision alters: the revision fails
+    after the lock timeout, as one error, instead of stalling every statement queued behind it."""
+    with scratch_database(pg_server_url) as url:
+        migrations.upgrade(url, "0019")
+
+        async def hold_and_upgrade() -> None:
+            reader = await asyncpg.connect(url)
+            try:
+                await reader.execute("BEGIN; SELECT count(*) FROM exchange_send_jobs")
+                with pytest.raises(DBAPIError) as refused:
+                    await asyncio.to_thread(migrations.upgrade, url, "0020")
+                assert "lock timeout" in str(refused.value.orig)
+            finally:
+                await reader.close()
+
+        asyncio.run(hold_and_upgrade())
+        assert fetch(url, "SELECT version_num FROM alembic_version") == [("0019",)]
+        migrations.upgrade(url, "head")  # with the reader gone it goes through

@@ -38,6 +38,7 @@ def downgrade(revision: str) -> int:
 
 def _migrate(direction: str, revision: str) -> int:
     from alembic.util import CommandError
+    from sqlalchemy.exc import DBAPIError
 
     from craig.adapters.postgres import migrations
 
@@ -53,6 +54,13 @@ def _migrate(direction: str, revision: str) -> int:
                 await asyncio.to_thread(step, url, revision)
             except CommandError as error:
                 raise Refused(f"cannot {direction} to {revision!r}: {error}") from None
+            except DBAPIError as error:  # e.g. a table lock not granted within the lock timeout
+                cause = error.orig if error.orig is not None else error
+                first = str(cause).splitlines()[0] if str(cause) else ""
+                raise Refused(
+                    f"cannot {direction} to {revision!r}: {type(cause).__name__}: {first} "
+                    "(nothing of the failed revision was applied; run it again)"
+                ) from None
         echo(f"database at revision {revision}")
         return ExitCode.OK
 
