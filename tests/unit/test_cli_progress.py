@@ -136,3 +136,19 @@ async def test_dlx_replay_prints_progress_on_stderr_and_the_letters_on_stdout(
     assert [line.split()[0] for line in out[1::2]] == [str(letter.event_id) for letter in letters[:3]]
     assert out[1].endswith("queue=craig.recorder retries=5 first_failed_at=2026-01-02T03:04:05+00:00")
     assert out[2] == "    last_error: attempt 6 failed"
+
+
+async def test_dlx_replay_names_the_ids_it_did_not_replay_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    container = apps.make_container(apps.make_settings("memory", tmp_path))
+    letters = [dead_letter() for _ in range(2)]
+    container.dead_letters.override(providers.Object(FakeDeadLetters(letters)))
+    unknown = uuid.uuid4()
+    read, write = os.pipe()
+    with open(write, "w", closefd=True) as stderr:
+        assert await replay_dead_letters(container, [letters[0].event_id, unknown], 10, stderr) == 1
+    os.close(read)
+    captured = capsys.readouterr()
+    assert "1 replayed" in captured.out.splitlines()
+    assert f"craig: not replayed: {unknown}" in captured.err

@@ -51,7 +51,9 @@ def list_(limit: int) -> int:
     return run(main())
 
 
-@dlx.command(epilog=exit_codes())
+@dlx.command(
+    epilog=exit_codes(action_needed="an --id given was not replayed (named on stderr): not a dead letter, or kept")
+)
 @click.option(
     "--id",
     "ids",
@@ -97,6 +99,12 @@ async def replay_dead_letters(
     finally:
         bar.close()
     _print(f"{len(letters)} replayed", letters)
+    missing = sorted(set(ids) - {letter.event_id for letter in letters}, key=str) if ids is not None else []
+    if missing:
+        # Not in the dead-letter queue (a wrong id, replayed already), or kept there (see the
+        # warnings above: its queue is gone): an operator must look, so not a clean exit.
+        click.echo(f"craig: not replayed: {', '.join(map(str, missing))}", err=True)
+        return ExitCode.ACTION_NEEDED
     return ExitCode.OK
 
 
