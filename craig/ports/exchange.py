@@ -96,6 +96,9 @@ class SendJobStats:
     #: ``next_attempt_at`` of the longest-waiting due ``pending`` job, on the database clock.
     oldest_due_at: datetime | None
     now: datetime
+    #: ``lease_expires_at`` of the ``in_flight`` job whose lease ran out longest ago: a job no
+    #: worker sends and none has recovered (no send worker runs), on the database clock.
+    oldest_expired_lease_at: datetime | None = None
 
 
 class SendJobRepository(Protocol):

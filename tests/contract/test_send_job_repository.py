@@ -199,6 +199,21 @@ async def test_stats_count_by_status_and_age_the_oldest_due_job(backend: Backend
     assert stats.by_status == {"pending": 2, "sent": 1}
     assert stats.oldest_due_at is not None
     assert stats.now - stats.oldest_due_at >= timedelta(seconds=0.2)
+    assert stats.oldest_expired_lease_at is None
+
+
+async def test_stats_age_the_oldest_in_flight_job_whose_lease_ran_out(backend: Backend) -> None:
+    """A worker died holding a job and no worker recovers it: the age an operator alerts on."""
+    await jobs_for(backend, 2)
+    [stuck] = await claim(backend, limit=1, lease=timedelta(seconds=0.1))
+    await claim(backend, limit=1, lease=timedelta(hours=1))  # a live lease: not counted
+    await backend.sleep(0.3)
+    uow = backend.uow()
+    async with uow:
+        stats = await uow.send_jobs.stats()
+    assert stats.by_status == {"in_flight": 2}
+    assert stats.oldest_expired_lease_at == stuck.lease_expires_at
+    assert stats.now - stats.oldest_expired_lease_at >= timedelta(seconds=0.2)
 
 
 async def test_an_operators_retry_fences_off_the_late_outcome_of_an_earlier_attempt(backend: Backend) -> None:

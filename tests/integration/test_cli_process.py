@@ -31,7 +31,7 @@ STATUS_KEYS = {
     "unrouted_events": {"count", "location"},
     "attachments": {"tables", "scanner"},
     "placements": {"foster_homes", "homes_at_capacity", "full_homes", "homes_with_occupancy_drift"},
-    "send_jobs": {"jobs_by_status", "oldest_due_age_seconds"},
+    "send_jobs": {"jobs_by_status", "oldest_due_age_seconds", "oldest_expired_lease_age_seconds"},
     "intake_queue": {"by_priority", "unscreened", "overdue"},
 }
 

@@ -249,8 +249,16 @@ class MemorySendJobRepository(SendJobRepository):
         now = (await self.session.tx()).db.now()
         jobs = [row.job for row in (await self.session.tx()).rows(JOBS)]
         due = [j.next_attempt_at for j in jobs if j.status is JobStatus.PENDING and j.next_attempt_at <= now]
+        expired = [
+            j.lease_expires_at
+            for j in jobs
+            if j.status is JobStatus.IN_FLIGHT and j.lease_expires_at is not None and j.lease_expires_at <= now
+        ]
         return SendJobStats(
-            by_status=dict(Counter(str(j.status) for j in jobs)), oldest_due_at=min(due, default=None), now=now
+            by_status=dict(Counter(str(j.status) for j in jobs)),
+            oldest_due_at=min(due, default=None),
+            now=now,
+            oldest_expired_lease_at=min(expired, default=None),
         )
 
 

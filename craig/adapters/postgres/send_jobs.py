@@ -110,6 +110,8 @@ _LIVE_STATS = text(
            (SELECT count(*) FROM exchange_send_jobs WHERE status = 'in_flight') AS in_flight,
            (SELECT min(next_attempt_at) FROM exchange_send_jobs
              WHERE status = 'pending' AND next_attempt_at <= now()) AS oldest_due,
+           (SELECT min(lease_expires_at) FROM exchange_send_jobs
+             WHERE status = 'in_flight' AND lease_expires_at <= now()) AS oldest_expired_lease,
            now() AS db_now
     """
 )
@@ -185,4 +187,9 @@ class PostgresSendJobRepository(SendJobRepository):
         for status, count in _HISTORY_COUNTS.items():
             counts[str(status)] = await count.run(conn, STATS_EXACT_COUNT_MAX_ROWS)
         by_status = {status: n for status, n in counts.items() if n}
-        return SendJobStats(by_status=by_status, oldest_due_at=live["oldest_due"], now=live["db_now"])
+        return SendJobStats(
+            by_status=by_status,
+            oldest_due_at=live["oldest_due"],
+            now=live["db_now"],
+            oldest_expired_lease_at=live["oldest_expired_lease"],
+        )

@@ -132,4 +132,9 @@ async def send_jobs(container: Container) -> list[Entry]:
     return [
         Entry(("jobs_by_status",), "jobs by status", {str(s): stats.by_status.get(str(s), 0) for s in JobStatus}),
         age("oldest_due_age_seconds", "oldest due job age", seconds_since(stats.now, stats.oldest_due_at)),
+        age(
+            "oldest_expired_lease_age_seconds",
+            "oldest expired lease (in flight, not recovered)",
+            seconds_since(stats.now, stats.oldest_expired_lease_at),
+        ),
     ]

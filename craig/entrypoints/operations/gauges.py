@@ -40,6 +40,11 @@ exchange_send_jobs = Gauge("craig_exchange_send_jobs", "Send jobs by status", ["
 exchange_oldest_due_age = Gauge(
     "craig_exchange_oldest_due_age_seconds", "How long the oldest due send job has waited", registry=REGISTRY
 )
+exchange_oldest_expired_lease_age = Gauge(
+    "craig_exchange_oldest_expired_lease_age_seconds",
+    "How long ago the lease of the oldest in-flight send job ran out (no worker has recovered it)",
+    registry=REGISTRY,
+)
 
 
 def idempotency_backlog(container: Container) -> metrics.Refresher:
@@ -98,6 +103,7 @@ def send_job_backlog(container: Container) -> metrics.Refresher:
         for status in JobStatus:
             exchange_send_jobs.labels(str(status)).set(stats.by_status.get(str(status), 0))
         exchange_oldest_due_age.set(seconds_since(stats.now, stats.oldest_due_at) or 0)
+        exchange_oldest_expired_lease_age.set(seconds_since(stats.now, stats.oldest_expired_lease_at) or 0)
 
     return refresh
 
