@@ -250,6 +250,9 @@ CASE_OPENED_FUTURE_TOLERANCE: Final = timedelta(days=366)
 #: connections twice (a read timeout is final: a server silent that long is not asked again).
 OBJECT_STORE_CONNECT_TIMEOUT: Final = timedelta(seconds=5)
 OBJECT_STORE_READ_TIMEOUT: Final = timedelta(seconds=60)
+#: S3 client: the read timeout of the store's checks (a bucket's existence, at start and in
+#: readiness probes and ``craig status``), which carry no transfer.
+OBJECT_STORE_CHECK_TIMEOUT: Final = timedelta(seconds=3)
 OBJECT_STORE_RETRIES: Final = 2
 #: The S3 client's backoff factor between retries (urllib3 waits ``factor * 2**(n-1)``).
 OBJECT_STORE_RETRY_BACKOFF: Final = timedelta(milliseconds=200)
@@ -317,8 +320,10 @@ SEND_DISPATCH_DEADLINE_MARGIN: Final = timedelta(seconds=5)
 #: A worker's cache of partners (with their decrypted secrets) for its passes.
 SEND_PARTNER_CACHE_TTL: Final = timedelta(seconds=30)
 SEND_PARTNER_CACHE_MAX_ENTRIES: Final = 1024
-#: Stopping, a send worker waits this long for dispatches in flight before recording outcomes.
-SEND_WORKER_FINISH_TIMEOUT: Final = timedelta(seconds=10)
+#: Stopping, a send worker waits this long (in all) for dispatches in flight and a flush under
+#: way, then records the outcomes: well inside ``WORKER_STOP_TIMEOUT``, which cancels the loop,
+#: so the outcomes of sends that ended are recorded rather than sent again after their lease.
+SEND_WORKER_FINISH_TIMEOUT: Final = timedelta(seconds=6)
 #: A claimed job whose partner has no rate-limit slot within this is given back to the queue
 #: (its attempt undone), so one slow-rate partner cannot occupy every dispatch slot for long.
 SEND_MAX_RATE_WAIT: Final = timedelta(seconds=10)

@@ -19,6 +19,7 @@ from minio.error import S3Error
 
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.domain.access import Role
+from craig.domain.constants import OBJECT_STORE_CHECK_TIMEOUT, OBJECT_STORE_READ_TIMEOUT
 from craig.entrypoints.container import Container
 from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.ports.object_store import ObjectStore
@@ -184,6 +185,13 @@ async def test_a_server_that_never_answers_is_asked_once_per_call_on_the_stores_
             await store.head("a/b.txt")
         assert len(accepted) == 1
         assert (await store._call(lambda: threading.current_thread().name)).startswith("craig-s3")
+        # The checks (start, readiness, craig status) carry no transfer: they read with a short
+        # timeout of their own, not the transfers' (60 s by default; 0.5 s in this test).
+        with pytest.raises(ObjectStoreUnavailable):
+            await store.ping()
+        assert len(accepted) == 2
+        checks_timeout = store._checks._http.connection_pool_kw["timeout"].read_timeout
+        assert checks_timeout == OBJECT_STORE_CHECK_TIMEOUT.total_seconds() < OBJECT_STORE_READ_TIMEOUT.total_seconds()
     finally:
         for writer in accepted:
             writer.close()

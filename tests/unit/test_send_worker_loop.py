@@ -12,6 +12,7 @@ import pytest
 
 from craig.adapters.send_job_queue import UnitOfWorkSendJobQueue
 from craig.adapters.telemetry import originating
+from craig.domain.constants import SEND_WORKER_FINISH_TIMEOUT, WORKER_STOP_TIMEOUT
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, SendJob
 from craig.domain.partners import Partner
 from craig.entrypoints.workers.send_job_scheduler import SendJobScheduler
@@ -236,3 +237,10 @@ async def test_one_sender_binds_each_job_to_its_own_request_only(
     }
     assert lines[str(first.id)]["request_id"] == "req-first"
     assert "request_id" not in lines[str(second.id)]
+
+
+def test_a_stopping_send_worker_finishes_well_inside_the_loops_stop_timeout() -> None:
+    """The loop is cancelled after WORKER_STOP_TIMEOUT: the send worker's whole finish (waiting
+    for sends, then for a flush under way) must end before, or the outcomes of sends that
+    ended are lost and the jobs sent again after their lease."""
+    assert SEND_WORKER_FINISH_TIMEOUT.total_seconds() <= 0.75 * WORKER_STOP_TIMEOUT.total_seconds()

@@ -35,6 +35,7 @@ from minio.error import InvalidResponseError, MinioException, S3Error, ServerErr
 from minio.helpers import MAX_PART_SIZE, MIN_PART_SIZE
 
 from craig.domain.constants import (
+    OBJECT_STORE_CHECK_TIMEOUT,
     OBJECT_STORE_CONNECT_TIMEOUT,
     OBJECT_STORE_LIST_PAGE_KEYS,
     OBJECT_STORE_MAX_CONNECTIONS,
@@ -116,6 +117,25 @@ class MinioObjectStore(ObjectStore):
             region=region or None,
             http_client=http,
         )
+        #: For ``prepare`` and ``ping`` (a bucket's existence, a few bytes): a read timeout of
+        #: ``OBJECT_STORE_CHECK_TIMEOUT`` and no retry, so a start, a readiness probe or
+        #: ``craig status`` learns in seconds that a silent S3 is down, not after a transfer's
+        #: read timeout.
+        self._checks = Minio(
+            endpoint,
+            access_key=access_key,
+            secret_key=secret_key,
+            secure=secure,
+            region=region or None,
+            http_client=urllib3.PoolManager(
+                timeout=urllib3.Timeout(
+                    connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
+                    read=OBJECT_STORE_CHECK_TIMEOUT.total_seconds(),
+                ),
+                retries=urllib3.Retry(total=0, read=0, redirect=0),
+                maxsize=2,
+            ),
+        )
         self._threads = ThreadPoolExecutor(OBJECT_STORE_MAX_CONNECTIONS, thread_name_prefix="craig-s3")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -126,10 +146,10 @@ class MinioObjectStore(ObjectStore):
             raise translate(error, self.endpoint) from error
 
     async def prepare(self) -> None:
-        if await self._call(self.client.bucket_exists, self.bucket):
+        if await self._call(self._checks.bucket_exists, self.bucket):
             return
         try:
-            await self._call(self.client.make_bucket, self.bucket)
+            await self._call(self._checks.make_bucket, self.bucket)
         except ObjectStoreDefect as error:
             cause = error.__cause__
             if not (isinstance(cause, S3Error) and cause.code in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists")):
@@ -185,7 +205,7 @@ class MinioObjectStore(ObjectStore):
                 return
 
     async def ping(self) -> None:
-        if not await self._call(self.client.bucket_exists, self.bucket):
+        if not await self._call(self._checks.bucket_exists, self.bucket):
             raise ObjectStoreDefect(f"S3 {self.endpoint}: bucket {self.bucket!r} does not exist")
 
     def __repr__(self) -> str:

@@ -200,11 +200,12 @@ class SendJobScheduler:
                 await self._give_back(unsent, timedelta(0))
             except Exception as error:  # still record what was sent; leases bring these back
                 log.warning("giving back unsent jobs failed", jobs=len(unsent), error=str(error))
+        deadline = time.monotonic() + timeout.total_seconds()  # one budget for both waits
         if self._senders:
             await asyncio.wait(set(self._senders), timeout=timeout.total_seconds())
         flusher = self._flusher
         if flusher is not None and not flusher.done():
-            await asyncio.wait({flusher}, timeout=timeout.total_seconds())
+            await asyncio.wait({flusher}, timeout=max(0.0, deadline - time.monotonic()))
         await self._flush()
         if self._watchdog is not None and not self._sending:
             self._watchdog.cancel()
