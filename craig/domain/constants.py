@@ -449,6 +449,13 @@ SCREENING_REASON_MAX_LENGTH: Final = 2000
 # --- Pagination -----------------------------------------------------------------------------
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 200
+#: The furthest an offset page (``page``/``per_page``) may start: beyond any list Craig holds, and
+#: within what PostgreSQL's OFFSET takes (a page number near 2**63 overflowed it: a 422 that
+#: blamed the stored data).
+MAX_PAGE_OFFSET: Final = 2**31 - 1
+#: The largest number a stored integer column holds (a rule set's version): a larger one in a
+#: request names nothing, and is answered as such before any query.
+MAX_STORED_INTEGER: Final = 2**31 - 1
 #: Longest opaque cursor accepted (a cursor holds a sort key and its MAC, well under this).
 CURSOR_MAX_LENGTH: Final = 1024
 

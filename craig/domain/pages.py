@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 
 import attrs
 
-from craig.domain.constants import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from craig.domain.constants import DEFAULT_PAGE_SIZE, MAX_PAGE_OFFSET, MAX_PAGE_SIZE
 from craig.domain.errors import InvalidInput
 
 T = TypeVar("T")
@@ -23,6 +23,8 @@ class PageRequest:
             raise InvalidInput("page counts from 1", field="page")
         if not 1 <= self.per_page <= MAX_PAGE_SIZE:
             raise InvalidInput(f"per_page must lie between 1 and {MAX_PAGE_SIZE}", field="per_page")
+        if self.offset > MAX_PAGE_OFFSET:
+            raise InvalidInput(f"page lies beyond any list (page x per_page at most {MAX_PAGE_OFFSET})", field="page")
 
     @property
     def offset(self) -> int:

@@ -117,3 +117,14 @@ async def test_refusals(api: Api) -> None:
         await api.client.get("/v1/rule-sets/intake-triage", params={"version": 9}, headers=worker)
     ).status_code == 404
     assert (await api.client.get("/v1/rule-sets")).status_code == 401
+
+
+async def test_numbers_beyond_what_is_stored_name_nothing_rather_than_fail_in_the_database(api: Api) -> None:
+    supervisor = api.headers(Role.SUPERVISOR)
+    assert (await api.client.post("/v1/rule-sets", json={"name": "big", "rules": RULES}, headers=supervisor)).is_success
+    for version in (2**31, 2**63 - 1, 0, -1):
+        answer = await api.client.get(f"/v1/rule-sets/big?version={version}", headers=supervisor)
+        assert answer.status_code == 404 and problem_code(answer.json()) == "not-found", (version, answer.text)
+    page = await api.client.get("/v1/rule-sets?page=9223372036854775807", headers=supervisor)
+    assert page.status_code == 422 and problem_code(page.json()) == "invalid-input", page.text
+    assert page.json()["errors"][0]["pointer"] == "page"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from craig.domain.constants import MAX_STORED_INTEGER
 from craig.domain.errors import NotFound
 from craig.domain.rules import RuleSet
 from craig.ports.rules import HasRuleSets
@@ -25,6 +26,8 @@ class GetRuleSet:
         self.uow = uow
 
     async def __call__(self, name: str, version: int | None = None) -> RuleSet:
+        if version is not None and not 1 <= version <= MAX_STORED_INTEGER:
+            raise NotFound("rule set", f"{name} version {version}")  # no such version can exist
         async with self.uow:
             if version is None:
                 rule_set = await self.uow.rule_sets.latest(name)
