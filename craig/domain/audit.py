@@ -59,6 +59,7 @@ class AuditAction(enum.StrEnum):
     REPLAY = "replay"
     # operator actions (the command line)
     DLX_REPLAY = "dlx_replay"
+    DLX_DISCARD = "dlx_discard"
     KEYS_ROTATE = "keys_rotate"
     JOB_RETRY = "job_retry"
     RULE_SET_VERSION = "rule_set_version"
@@ -67,7 +68,13 @@ class AuditAction(enum.StrEnum):
 #: Actions that change nothing; a case's history leaves them out.
 READ_ACTIONS: frozenset[AuditAction] = frozenset({AuditAction.READ, AuditAction.LIST, AuditAction.SEARCH})
 OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
-    {AuditAction.DLX_REPLAY, AuditAction.KEYS_ROTATE, AuditAction.JOB_RETRY, AuditAction.RULE_SET_VERSION}
+    {
+        AuditAction.DLX_REPLAY,
+        AuditAction.DLX_DISCARD,
+        AuditAction.KEYS_ROTATE,
+        AuditAction.JOB_RETRY,
+        AuditAction.RULE_SET_VERSION,
+    }
 )
 
 #: The hash the first entry of a chain follows: SHA-256 of the ASCII text ``craig audit chain``.

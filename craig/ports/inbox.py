@@ -74,6 +74,10 @@ class InboxStore(Protocol):
         """Dead-lettered rows, in their original order."""
         ...
 
+    async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
+        """Delete a dead-lettered row (an operator gave up on it); False when there is none."""
+        ...
+
     async def waiting(self, consumer: str) -> int:
         """Rows of ``consumer`` neither processed nor dead-lettered."""
         ...

@@ -197,3 +197,8 @@ class DeadLetterQueue(Protocol):
         their original order, at most ``limit``. ``before_requeue`` runs first for each (it gives
         the inbox row a fresh retry budget); a letter is removed only once requeued."""
         ...
+
+    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
+        """Remove the dead letters of ``event_ids`` for good (an operator gave up on them: their
+        queue is gone, or they can never succeed); the ones removed."""
+        ...

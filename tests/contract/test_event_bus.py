@@ -199,6 +199,25 @@ async def test_an_always_failing_handler_is_retried_5_times_then_dead_lettered_a
     assert record.processed_at is not None and record.failed_at is None
 
 
+async def test_a_dead_letter_that_can_never_succeed_is_discarded_for_good(bus: Container, register_queues) -> None:
+    recorder = Recorder(poison=True)
+    register_queues(bus, "recorder")
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    poison, other = _event(), _event()
+    dead_letters = bus.dead_letters()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(poison)
+        await bus.event_bus().publish(other)
+        await _eventually(lambda: _count_is(dead_letters, 2), "two dead letters")
+        operations = bus.dead_letter_operations()
+        gone = await operations.discard([poison.id, uuid.uuid4()])
+        assert [letter.event_id for letter in gone] == [poison.id]
+        assert [letter.event_id for letter in await dead_letters.peek(10)] == [other.id]  # the other kept
+        assert await operations.discard([poison.id]) == []  # gone for good
+        await asyncio.sleep(0.3)
+        assert recorder.calls[poison.id] == 1  # discarding never delivers it again
+
+
 async def _count_is(dead_letters, n: int) -> bool:  # type: ignore[no-untyped-def]
     return await dead_letters.count() == n
 

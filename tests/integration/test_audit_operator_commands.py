@@ -127,3 +127,25 @@ def test_audit_head_and_verify_need_the_database_only(tmp_path: Path, pg_url: st
     assert head.returncode in (0, 1) and "broker" not in head.stderr and "object" not in head.stderr, head.stderr
     verified = craig("audit", "verify", env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+async def test_dlx_discard_records_the_ids_asked_for_and_names_those_it_did_not_find(
+    tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames
+) -> None:
+    broker_names.queue("dead-letters")
+    env = production(
+        tmp_path,
+        pg_url,
+        CRAIG_BROKER__URL=rabbit_url,
+        CRAIG_BROKER__EVENTS_EXCHANGE=broker_names.events_exchange,
+        CRAIG_BROKER__DLX_EXCHANGE=broker_names.dlx_exchange,
+        CRAIG_BROKER__QUEUE_PREFIX=broker_names.queue_prefix,
+    )
+    ids = sorted(str(uuid.uuid4()) for _ in range(2))
+    discarded = craig("dlx", "discard", "--id", ids[1], "--id", ids[0], env=env)
+    assert discarded.returncode == 1, discarded.stdout + discarded.stderr
+    assert "0 discarded" in discarded.stdout
+    assert f"not discarded (no such dead letter): {ids[0]}, {ids[1]}" in discarded.stderr
+    assert await operator_entries(pg_url) == [operator("dlx_discard", "dead_letter", None, ids)]
+    without_id = craig("dlx", "discard", env=env)
+    assert without_id.returncode == 2 and "--id" in without_id.stderr

@@ -31,6 +31,12 @@ class FakeDeadLetters(DeadLetterQueue):
             self.letters.remove(letter)
         return chosen
 
+    async def discard(self, event_ids: Sequence[uuid.UUID]) -> list[DeadLetterInfo]:
+        gone = [x for x in self.letters if x.event_id in set(event_ids)]
+        for letter in gone:
+            self.letters.remove(letter)
+        return gone
+
 
 class BrokenDeadLetters(FakeDeadLetters):
     """A broker that goes away in the middle of a replay, after requeueing the first letter."""

@@ -172,6 +172,15 @@ class InboxDeadLetters(DeadLetterQueue):
             await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it
         return chosen
 
+    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
+        wanted = set(event_ids)
+        letters = [_info(r) for r in await self.inbox.dead_letters(INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS)]
+        return [
+            letter
+            for letter in letters
+            if letter.event_id in wanted and await self.inbox.discard_dead(letter.consumer, letter.event_id)
+        ]
+
 
 class InboxUnroutedEvents(UnroutedEvents):
     """Unrouted events of the in-process bus: inbox rows of the reserved consumer."""

@@ -145,6 +145,14 @@ class MemoryInboxStore(InboxStore):
             dead: list[InboxRow] = sorted(tx.select(TABLE, lambda r: r.failed_at is not None), key=lambda r: r.sequence)
             return [r.record() for r in dead[:limit]]
 
+    async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
+        async with self.db.transaction() as tx:
+            row: InboxRow | None = tx.get(TABLE, (consumer, event_id))
+            if row is None or row.failed_at is None:
+                return False
+            tx.delete(TABLE, (consumer, event_id))
+            return True
+
     async def waiting(self, consumer: str) -> int:
         async with self.db.transaction() as tx:
             rows = tx.select(TABLE, lambda r: r.consumer == consumer and r.processed_at is None and r.failed_at is None)

@@ -44,6 +44,10 @@ _FAILURE = text(
     RETURNING {_COLUMNS}
     """
 )
+_DISCARD_DEAD = text(
+    "DELETE FROM event_inbox WHERE consumer = :consumer AND event_id = :event_id AND failed_at IS NOT NULL "
+    "RETURNING event_id"
+)
 _RESET = text(
     """
     UPDATE event_inbox
@@ -205,6 +209,11 @@ class PostgresInboxStore(InboxStore):
     async def dead_letters(self, limit: int) -> list[InboxRecord]:
         async with self.database.transaction() as conn:
             return [_record(r) for r in (await conn.execute(_DEAD, {"limit": limit})).mappings()]
+
+    async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
+        async with self.database.transaction() as conn:
+            found = await conn.execute(_DISCARD_DEAD, {"consumer": consumer, "event_id": event_id})
+            return found.first() is not None
 
     async def waiting(self, consumer: str) -> int:
         async with self.database.transaction() as conn:

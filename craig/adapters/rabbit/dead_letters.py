@@ -145,3 +145,24 @@ class RabbitDeadLetters(DeadLetterQueue):
                 with contextlib.suppress(Exception):
                     await message.nack(requeue=True)
         return done
+
+    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
+        wanted = set(event_ids)
+        taken = await self._take_all(RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES)
+        gone: list[DeadLetterInfo] = []
+        kept: list[AbstractIncomingMessage] = []
+        unread = list(reversed(taken))
+        try:
+            while unread:
+                message = unread.pop()
+                info = _info(message, self.bus.prefix)
+                if info.event_id in wanted:
+                    await message.ack()  # removed from the dead-letter queue for good
+                    gone.append(info)
+                else:
+                    kept.append(message)
+        finally:
+            for message in [*reversed(unread), *reversed(kept)]:  # back in place, whatever happened
+                with contextlib.suppress(Exception):
+                    await message.nack(requeue=True)
+        return gone

@@ -18,14 +18,15 @@ from craig.entrypoints.runtime import running
 from craig.ports.messaging import DeadLetterInfo
 
 
-@click.group(short_help="Dead-lettered events: list and replay.")
+@click.group(short_help="Dead-lettered events: list, replay and discard.")
 def dlx() -> None:
     """Dead-lettered events: deliveries that failed every retry, or could never succeed.
 
     Each is kept with its consumer, queue, retry count and last error until an operator replays
-    it (after fixing the cause); `craig status` and the gauge craig_dlx_messages count them.
-    Listing reaches the broker only (with the in-process bus, that is the database); replaying
-    also the database, where each letter gets a fresh retry budget.
+    it (after fixing the cause) or discards it (when it can never succeed: its queue is gone);
+    `craig status` and the gauge craig_dlx_messages count them. Listing reaches the broker only
+    (with the in-process bus, that is the database); replaying and discarding also the database,
+    where they are recorded in the audit trail.
     """
 
 
@@ -104,6 +105,35 @@ async def replay_dead_letters(
         # Not in the dead-letter queue (a wrong id, replayed already), or kept there (see the
         # warnings above: its queue is gone): an operator must look, so not a clean exit.
         click.echo(f"craig: not replayed: {', '.join(map(str, missing))}", err=True)
+        return ExitCode.ACTION_NEEDED
+    return ExitCode.OK
+
+
+@dlx.command(epilog=exit_codes(action_needed="an --id given was not discarded (named on stderr): no such dead letter"))
+@click.option(
+    "--id",
+    "ids",
+    type=click.UUID,
+    multiple=True,
+    required=True,
+    metavar="EVENT_ID",
+    help="A dead letter's event id (repeat for more).",
+)
+def discard(ids: tuple[uuid.UUID, ...]) -> int:
+    """Remove dead letters for good: those that can never succeed (their queue is gone, e.g. a
+    stopped instance's broadcast queue, or the event is not one Craig can read). Only by id;
+    recorded in the audit trail first. The removed letters are listed on stdout."""
+    return run(discard_dead_letters(bootstrap(), list(ids)))
+
+
+async def discard_dead_letters(container: Container, ids: Sequence[uuid.UUID]) -> int:
+    """The command: discard, the removed letters on stdout; an id not found on stderr (exit 1)."""
+    async with running(container, parts=("database", "broker")):
+        letters = await container.dead_letter_operations().discard(ids)
+    _print(f"{len(letters)} discarded", letters)
+    missing = sorted(set(ids) - {letter.event_id for letter in letters}, key=str)
+    if missing:
+        click.echo(f"craig: not discarded (no such dead letter): {', '.join(map(str, missing))}", err=True)
         return ExitCode.ACTION_NEEDED
     return ExitCode.OK
 

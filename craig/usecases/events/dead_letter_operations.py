@@ -1,4 +1,5 @@
-"""Operators' view of dead letters: list them, and replay them with a fresh retry budget.
+"""Operators' view of dead letters: list them, replay them with a fresh retry budget, or
+discard the ones that can never succeed.
 
 A replay is an operator's action and is audited: one ``dlx_replay`` entry (the role
 ``operator``, the operating-system user's name, the event ids asked for, or ``all``) is written
@@ -77,3 +78,14 @@ class DeadLetterOperations:
         replayed = await self.dead_letters.replay(event_ids, limit, fresh_budget)
         progress(len(replayed), len(replayed))
         return replayed
+
+    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
+        """Remove the dead letters of ``event_ids`` for good: ones an operator gave up on (their
+        queue is gone, or no retry can make them succeed). The ``dlx_discard`` entry (the ids
+        asked for) is written first, in a transaction of its own, as a replay's is. An inbox row
+        of such an event keeps its dead-letter mark on RabbitMQ; on the in-process bus the row
+        is the letter, and goes."""
+        wanted = sorted(set(event_ids), key=str)
+        entry = operator_entry(AuditAction.DLX_DISCARD, DEAD_LETTER, None, resource_ids=wanted[:AUDIT_MAX_RESOURCE_IDS])
+        await record_alone(self.uow_factory(), entry)
+        return await self.dead_letters.discard(wanted)
