@@ -43,8 +43,8 @@ _LOCK_TIMEOUT = "SET lock_timeout = '10s'"
 
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
+    connection.exec_driver_sql(_LOCK)  # waits as long as another run takes: no lock timeout yet
     connection.exec_driver_sql(_LOCK_TIMEOUT)
-    connection.exec_driver_sql(_LOCK)
     connection.commit()
     try:
         context.configure(connection=connection, target_metadata=None, transaction_per_migration=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -178,6 +179,17 @@ class DeadLetterInfo:
     first_failed_at: datetime | None
 
 
+def unambiguous(
+    letters: Sequence[DeadLetterInfo], event_ids: Sequence[UUID], queue: str | None
+) -> list[DeadLetterInfo]:
+    """Of ``letters``, those of ``event_ids`` (and of ``queue``, when given) whose id no other of
+    them shares: what :meth:`DeadLetterQueue.discard` may remove."""
+    wanted = set(event_ids)
+    chosen = [x for x in letters if x.event_id in wanted and (queue is None or x.queue == queue)]
+    per_id = Counter(x.event_id for x in chosen)
+    return [x for x in chosen if per_id[x.event_id] == 1]
+
+
 class DeadLetterQueue(Protocol):
     """What the dead-letter exchange holds, for operators (``craig dlx``)."""
 
@@ -198,7 +210,9 @@ class DeadLetterQueue(Protocol):
         the inbox row a fresh retry budget); a letter is removed only once requeued."""
         ...
 
-    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
-        """Remove the dead letters of ``event_ids`` for good (an operator gave up on them: their
-        queue is gone, or they can never succeed); the ones removed."""
+    async def discard(self, event_ids: Sequence[UUID], queue: str | None = None) -> list[DeadLetterInfo]:
+        """Remove the dead letters of ``event_ids`` (of ``queue`` only, when given) for good: an
+        operator gave up on them (their queue is gone, or they can never succeed). An id that
+        matches several letters (one event dead-lettered by several consumers, or messages that
+        are no event at all) removes none of them. The ones removed."""
         ...

@@ -200,22 +200,30 @@ async def test_an_always_failing_handler_is_retried_5_times_then_dead_lettered_a
 
 
 async def test_a_dead_letter_that_can_never_succeed_is_discarded_for_good(bus: Container, register_queues) -> None:
-    recorder = Recorder(poison=True)
+    """Two consumers dead-letter one event (two letters, one id) and a third letter stands
+    apart: an id several letters share is discarded only with the queue that names one."""
+    first, second = Recorder(poison=True), Recorder(poison=True)
     register_queues(bus, "recorder")
-    subscription = Subscription("recorder", ("tests.*",), recorder)
-    poison, other = _event(), _event()
+    register_queues(bus, "second")
+    subscriptions = [Subscription("recorder", ("tests.*",), first), Subscription("second", ("tests.shared",), second)]
+    shared, other = _event("tests.shared"), _event()
     dead_letters = bus.dead_letters()
-    async with consumers_running(bus, subscriptions=[subscription]):
-        await bus.event_bus().publish(poison)
+    async with consumers_running(bus, subscriptions=subscriptions):
+        await bus.event_bus().publish(shared)
         await bus.event_bus().publish(other)
-        await _eventually(lambda: _count_is(dead_letters, 2), "two dead letters")
+        await _eventually(lambda: _count_is(dead_letters, 3), "three dead letters")
         operations = bus.dead_letter_operations()
-        gone = await operations.discard([poison.id, uuid.uuid4()])
-        assert [letter.event_id for letter in gone] == [poison.id]
-        assert [letter.event_id for letter in await dead_letters.peek(10)] == [other.id]  # the other kept
-        assert await operations.discard([poison.id]) == []  # gone for good
-        await asyncio.sleep(0.3)
-        assert recorder.calls[poison.id] == 1  # discarding never delivers it again
+        assert await operations.discard([shared.id]) == []  # which of the two? neither
+        await _eventually(lambda: _count_is(dead_letters, 3), "every letter put back")
+        queues = {letter.consumer: letter.queue for letter in await dead_letters.peek(10)}
+        gone = await operations.discard([shared.id, other.id, uuid.uuid4()], queue=queues["second"])
+        assert [(letter.event_id, letter.consumer) for letter in gone] == [(shared.id, "second")]
+        await _eventually(lambda: _count_is(dead_letters, 2), "the two others put back")
+        left = sorted((str(letter.event_id), letter.consumer) for letter in await dead_letters.peek(10))
+        assert left == sorted([(str(shared.id), "recorder"), (str(other.id), "recorder")])
+        assert await operations.discard([other.id]) != []
+        await _eventually(lambda: _count_is(dead_letters, 1), "one letter left")
+        assert first.calls[other.id] == 1  # discarding never delivers it again
 
 
 async def _count_is(dead_letters, n: int) -> bool:  # type: ignore[no-untyped-def]

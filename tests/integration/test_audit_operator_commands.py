@@ -145,7 +145,7 @@ async def test_dlx_discard_records_the_ids_asked_for_and_names_those_it_did_not_
     discarded = craig("dlx", "discard", "--id", ids[1], "--id", ids[0], env=env)
     assert discarded.returncode == 1, discarded.stdout + discarded.stderr
     assert "0 discarded" in discarded.stdout
-    assert f"not discarded (no such dead letter): {ids[0]}, {ids[1]}" in discarded.stderr
+    assert f"name one with --queue): {ids[0]}, {ids[1]}" in discarded.stderr
     assert await operator_entries(pg_url) == [operator("dlx_discard", "dead_letter", None, ids)]
     without_id = craig("dlx", "discard", env=env)
     assert without_id.returncode == 2 and "--id" in without_id.stderr

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 
 from craig.adapters.postgres import migrations
+from craig.adapters.postgres.database import libpq_dsn
 from tests.support.services import admin_sql, fetch, public_tables, scratch_database
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -255,15 +256,33 @@ def test_0016_cuts_stored_partner_answers_to_their_first_clause(pg_server_url: s
         assert not any("Ann" in error for error in stored)
 
 
-def test_two_upgrades_at_once_run_one_after_the_other_and_both_succeed(pg_server_url: str) -> None:
+def test_an_upgrade_waits_for_one_under_way_however_long_it_takes_then_finds_the_work_done(
+    pg_server_url: str,
+) -> None:
     """Two `craig db upgrade` (or two embedded processes starting) on one fresh database: the
-    second waits for the first's advisory lock and then finds every revision applied."""
+    second waits for the first's advisory lock (held here by the test, as a long revision would
+    hold it, past the 10 s lock timeout of a revision's DDL) and then applies what is left."""
     with scratch_database(pg_server_url) as url:
-        script = f"from craig.adapters.postgres import migrations; migrations.upgrade({url!r}, 'head')"
-        runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        for run in runs:
-            _, stderr = run.communicate(timeout=120)
-            assert run.returncode == 0, stderr  # one failed before: DuplicateFunctionError halfway
+
+        async def main() -> None:
+            holder = await asyncpg.connect(libpq_dsn(url))
+            try:
+                await holder.execute("SELECT pg_advisory_lock(hashtext('craig migrations'))")
+                script = f"from craig.adapters.postgres import migrations; migrations.upgrade({url!r}, 'head')"
+                run = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+                waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                while not await holder.fetchval(waiting):
+                    assert run.poll() is None, run.communicate()[1]
+                    await asyncio.sleep(0.1)
+                await asyncio.sleep(11)  # past the lock timeout: the wait for this lock has none
+                assert run.poll() is None, run.communicate()[1]
+                await holder.execute("SELECT pg_advisory_unlock(hashtext('craig migrations'))")
+                _, stderr = await asyncio.to_thread(run.communicate, timeout=120)
+                assert run.returncode == 0, stderr
+            finally:
+                await holder.close()
+
+        asyncio.run(main())
         assert fetch(url, "SELECT version_num FROM alembic_version") == [(migrations.head_revision(),)]
 
 

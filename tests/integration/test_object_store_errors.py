@@ -19,7 +19,7 @@ from minio.error import S3Error
 
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.domain.access import Role
-from craig.domain.constants import OBJECT_STORE_CHECK_TIMEOUT, OBJECT_STORE_READ_TIMEOUT
+from craig.domain.constants import OBJECT_STORE_CHECK_TIMEOUT, OBJECT_STORE_READ_TIMEOUT, OBJECT_STORE_RETRIES
 from craig.entrypoints.container import Container
 from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.ports.object_store import ObjectStore
@@ -212,3 +212,25 @@ async def test_a_put_over_the_multipart_threshold_is_one_request(s3_server: Seaw
     await store.put("a/large.bin", data, "application/octet-stream")
     assert await store.head("a/large.bin") == len(data)
     await store.delete("a/large.bin")
+
+
+async def test_a_connection_the_server_drops_is_retried_on_a_fresh_one() -> None:
+    """A server (or a load balancer) that closes a connection without answering is asked again,
+    OBJECT_STORE_RETRIES times: only a read timeout is final."""
+    accepted: list[int] = []
+
+    async def drop(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        await _reader.read(1)  # the request has begun
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-drops", secure=False, read_timeout_seconds=5)
+    try:
+        with pytest.raises(ObjectStoreUnavailable):
+            await store.head("a/b.txt")
+        assert len(accepted) == 1 + OBJECT_STORE_RETRIES
+    finally:
+        server.close()
+        await server.wait_closed()

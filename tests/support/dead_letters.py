@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
-from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue, unambiguous
 
 
 class FakeDeadLetters(DeadLetterQueue):
@@ -31,8 +31,8 @@ class FakeDeadLetters(DeadLetterQueue):
             self.letters.remove(letter)
         return chosen
 
-    async def discard(self, event_ids: Sequence[uuid.UUID]) -> list[DeadLetterInfo]:
-        gone = [x for x in self.letters if x.event_id in set(event_ids)]
+    async def discard(self, event_ids: Sequence[uuid.UUID], queue: str | None = None) -> list[DeadLetterInfo]:
+        gone = unambiguous(self.letters, event_ids, queue)
         for letter in gone:
             self.letters.remove(letter)
         return gone

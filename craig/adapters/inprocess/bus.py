@@ -41,6 +41,7 @@ from craig.ports.messaging import (
     Subscription,
     UnroutedEvents,
     publish_each,
+    unambiguous,
 )
 
 log = structlog.get_logger(__name__)
@@ -172,13 +173,12 @@ class InboxDeadLetters(DeadLetterQueue):
             await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it
         return chosen
 
-    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
-        wanted = set(event_ids)
+    async def discard(self, event_ids: Sequence[UUID], queue: str | None = None) -> list[DeadLetterInfo]:
         letters = [_info(r) for r in await self.inbox.dead_letters(INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS)]
         return [
             letter
-            for letter in letters
-            if letter.event_id in wanted and await self.inbox.discard_dead(letter.consumer, letter.event_id)
+            for letter in unambiguous(letters, event_ids, queue)
+            if await self.inbox.discard_dead(letter.consumer, letter.event_id)
         ]
 
 

@@ -27,7 +27,8 @@ import io
 from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 import urllib3
 from minio import Minio
@@ -69,6 +70,25 @@ def _status(error: MinioException) -> int | None:
     return None
 
 
+class _ReadTimeoutIsFinal(urllib3.Retry):
+    """urllib3's retries, except that a read timeout is final: a server silent that long is
+    not asked again (``read=0`` would also stop retrying a connection the server or a load
+    balancer dropped, which a retry on a fresh connection outlives)."""
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
+        if isinstance(error, urllib3.exceptions.ReadTimeoutError):
+            raise error  # an HTTPError: translated to ObjectStoreUnavailable like any other
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
 def translate(error: BaseException, endpoint: str) -> PortError:
     """The port error for an SDK or transport error (see the module docstring)."""
     detail = f"S3 {endpoint}: {type(error).__name__}: {error}"
@@ -101,9 +121,8 @@ class MinioObjectStore(ObjectStore):
                 connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
                 read=read_timeout_seconds,
             ),
-            retries=urllib3.Retry(
+            retries=_ReadTimeoutIsFinal(
                 total=OBJECT_STORE_RETRIES,
-                read=0,  # a read timeout is final (see the module docstring)
                 backoff_factor=OBJECT_STORE_RETRY_BACKOFF.total_seconds(),
                 status_forcelist=[500, 502, 503, 504],
             ),
@@ -132,7 +151,7 @@ class MinioObjectStore(ObjectStore):
                     connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
                     read=OBJECT_STORE_CHECK_TIMEOUT.total_seconds(),
                 ),
-                retries=urllib3.Retry(total=0, read=0, redirect=0),
+                retries=_ReadTimeoutIsFinal(total=1, redirect=0),  # one retry: a dropped connection
                 maxsize=2,
             ),
         )

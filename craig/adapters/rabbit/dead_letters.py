@@ -25,7 +25,7 @@ from faststream.rabbit import RabbitQueue
 
 from craig.adapters.rabbit.bus import RabbitEventBus, Unroutable, _forwarded, retry_count
 from craig.domain.constants import RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES
-from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue
+from craig.ports.messaging import DeadLetterInfo, DeadLetterQueue, unambiguous
 
 log = structlog.get_logger(__name__)
 
@@ -146,23 +146,23 @@ class RabbitDeadLetters(DeadLetterQueue):
                     await message.nack(requeue=True)
         return done
 
-    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
-        wanted = set(event_ids)
+    async def discard(self, event_ids: Sequence[UUID], queue: str | None = None) -> list[DeadLetterInfo]:
         taken = await self._take_all(RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES)
+        infos = [_info(message, self.bus.prefix) for message in taken]
+        chosen = {id(info) for info in unambiguous(infos, event_ids, queue)}
         gone: list[DeadLetterInfo] = []
         kept: list[AbstractIncomingMessage] = []
-        unread = list(reversed(taken))
+        unread = list(reversed(list(zip(taken, infos, strict=True))))
         try:
             while unread:
-                message = unread.pop()
-                info = _info(message, self.bus.prefix)
-                if info.event_id in wanted:
+                message, info = unread.pop()
+                if id(info) in chosen:
                     await message.ack()  # removed from the dead-letter queue for good
                     gone.append(info)
                 else:
                     kept.append(message)
         finally:
-            for message in [*reversed(unread), *reversed(kept)]:  # back in place, whatever happened
+            for message in [*(m for m, _ in reversed(unread)), *reversed(kept)]:  # back in place, whatever happened
                 with contextlib.suppress(Exception):
                     await message.nack(requeue=True)
         return gone

@@ -109,7 +109,11 @@ async def replay_dead_letters(
     return ExitCode.OK
 
 
-@dlx.command(epilog=exit_codes(action_needed="an --id given was not discarded (named on stderr): no such dead letter"))
+@dlx.command(
+    epilog=exit_codes(
+        action_needed="an --id given was not discarded (named on stderr): none, or several share it (--queue)"
+    )
+)
 @click.option(
     "--id",
     "ids",
@@ -119,21 +123,33 @@ async def replay_dead_letters(
     metavar="EVENT_ID",
     help="A dead letter's event id (repeat for more).",
 )
-def discard(ids: tuple[uuid.UUID, ...]) -> int:
+@click.option(
+    "--queue",
+    default=None,
+    metavar="QUEUE",
+    help="Only the letters of this queue (as `craig dlx list` shows it): for an id several letters share.",
+)
+def discard(ids: tuple[uuid.UUID, ...], queue: str | None) -> int:
     """Remove dead letters for good: those that can never succeed (their queue is gone, e.g. a
     stopped instance's broadcast queue, or the event is not one Craig can read). Only by id;
-    recorded in the audit trail first. The removed letters are listed on stdout."""
-    return run(discard_dead_letters(bootstrap(), list(ids)))
+    recorded in the audit trail first. An id that several letters share (one event failed in
+    several consumers) is removed only with --queue naming one. The removed letters are listed
+    on stdout."""
+    return run(discard_dead_letters(bootstrap(), list(ids), queue))
 
 
-async def discard_dead_letters(container: Container, ids: Sequence[uuid.UUID]) -> int:
-    """The command: discard, the removed letters on stdout; an id not found on stderr (exit 1)."""
+async def discard_dead_letters(container: Container, ids: Sequence[uuid.UUID], queue: str | None = None) -> int:
+    """The command: discard, the removed letters on stdout; an id not removed on stderr (exit 1)."""
     async with running(container, parts=("database", "broker")):
-        letters = await container.dead_letter_operations().discard(ids)
+        letters = await container.dead_letter_operations().discard(ids, queue)
     _print(f"{len(letters)} discarded", letters)
     missing = sorted(set(ids) - {letter.event_id for letter in letters}, key=str)
     if missing:
-        click.echo(f"craig: not discarded (no such dead letter): {', '.join(map(str, missing))}", err=True)
+        click.echo(
+            f"craig: not discarded (no such dead letter, or several share the id: name one with --queue): "
+            f"{', '.join(map(str, missing))}",
+            err=True,
+        )
         return ExitCode.ACTION_NEEDED
     return ExitCode.OK
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from craig.adapters.memory.database import MemoryDatabase
 from craig.adapters.postgres import migrations
@@ -140,7 +141,15 @@ async def postgres_running(
                 f"cannot reach PostgreSQL ({database!r}): {error}; check CRAIG_DATABASE__URL and that the server runs"
             ) from error
         if schema == "migrate":
-            await asyncio.to_thread(migrations.upgrade_to_head, url)
+            try:
+                await asyncio.to_thread(migrations.upgrade_to_head, url)
+            except DBAPIError as error:  # e.g. a revision's table lock not granted in time
+                cause = error.orig if error.orig is not None else error
+                raise StartupError(
+                    f"migrating the embedded database failed: {type(cause).__name__}: "
+                    f"{str(cause).splitlines()[0] if str(cause) else ''}; nothing of that revision was "
+                    "applied, start again"
+                ) from error
         elif schema == "check":
             await check_schema(database)
         yield

@@ -194,15 +194,15 @@ class SendJobScheduler:
         """Give back claimed jobs not yet dispatched, let dispatches in flight end (bounded), then
         record their outcomes, including any a background flush has already taken and is still
         writing."""
+        deadline = time.monotonic() + timeout.total_seconds()  # one budget for all of it
         unsent, self._ready = [r.claim.job for r in self._ready], deque()
         if unsent:
             try:
                 await self._give_back(unsent, timedelta(0))
             except Exception as error:  # still record what was sent; leases bring these back
                 log.warning("giving back unsent jobs failed", jobs=len(unsent), error=str(error))
-        deadline = time.monotonic() + timeout.total_seconds()  # one budget for both waits
         if self._senders:
-            await asyncio.wait(set(self._senders), timeout=timeout.total_seconds())
+            await asyncio.wait(set(self._senders), timeout=max(0.0, deadline - time.monotonic()))
         flusher = self._flusher
         if flusher is not None and not flusher.done():
             await asyncio.wait({flusher}, timeout=max(0.0, deadline - time.monotonic()))

@@ -79,13 +79,14 @@ class DeadLetterOperations:
         progress(len(replayed), len(replayed))
         return replayed
 
-    async def discard(self, event_ids: Sequence[UUID]) -> list[DeadLetterInfo]:
+    async def discard(self, event_ids: Sequence[UUID], queue: str | None = None) -> list[DeadLetterInfo]:
         """Remove the dead letters of ``event_ids`` for good: ones an operator gave up on (their
         queue is gone, or no retry can make them succeed). The ``dlx_discard`` entry (the ids
         asked for) is written first, in a transaction of its own, as a replay's is. An inbox row
         of such an event keeps its dead-letter mark on RabbitMQ; on the in-process bus the row
-        is the letter, and goes."""
+        is the letter, and goes. ``queue`` narrows the ids to that queue's letters: an id several
+        letters share is removed only once it names one of them."""
         wanted = sorted(set(event_ids), key=str)
         entry = operator_entry(AuditAction.DLX_DISCARD, DEAD_LETTER, None, resource_ids=wanted[:AUDIT_MAX_RESOURCE_IDS])
         await record_alone(self.uow_factory(), entry)
-        return await self.dead_letters.discard(wanted)
+        return await self.dead_letters.discard(wanted, queue)
