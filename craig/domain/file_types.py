@@ -47,7 +47,7 @@ def _heif(body: bytes) -> bool:
 def _text(body: bytes) -> bool:
     """UTF-8 (BOM allowed) without binary control characters, the whole of it: a text file
     whose first part is text and whose rest is a program is refused. Both checks run in C
-    (decode, a byte regex), about 20 ms for 25 MB."""
+    (decode, a byte regex): about 80 ms for 25 MB of text, measured with timeit."""
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:

@@ -47,6 +47,18 @@ def production(tmp_path: Path, database_url: str, **variables: str) -> dict[str,
     }
 
 
+def with_broker(env: dict[str, str], rabbit_url: str, names: BrokerNames) -> dict[str, str]:
+    """``env`` on the real broker, under this test's exchange and queue names."""
+    names.queue("dead-letters")
+    return {
+        **env,
+        "CRAIG_BROKER__URL": rabbit_url,
+        "CRAIG_BROKER__EVENTS_EXCHANGE": names.events_exchange,
+        "CRAIG_BROKER__DLX_EXCHANGE": names.dlx_exchange,
+        "CRAIG_BROKER__QUEUE_PREFIX": names.queue_prefix,
+    }
+
+
 def craig(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CRAIG, *args], env=env, capture_output=True, text=True, timeout=120)
 
@@ -88,15 +100,7 @@ async def test_keys_rotate_records_who_rotated_to_which_key(tmp_path: Path, pg_u
 async def test_dlx_replay_records_the_ids_asked_for_or_all(
     tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames
 ) -> None:
-    broker_names.queue("dead-letters")
-    env = production(
-        tmp_path,
-        pg_url,
-        CRAIG_BROKER__URL=rabbit_url,
-        CRAIG_BROKER__EVENTS_EXCHANGE=broker_names.events_exchange,
-        CRAIG_BROKER__DLX_EXCHANGE=broker_names.dlx_exchange,
-        CRAIG_BROKER__QUEUE_PREFIX=broker_names.queue_prefix,
-    )
+    env = with_broker(production(tmp_path, pg_url), rabbit_url, broker_names)
     ids = sorted(str(uuid.uuid4()) for _ in range(2))
     by_id = craig("dlx", "replay", "--id", ids[1], "--id", ids[0], env=env)
     # No such letters: recorded all the same, and named as not replayed (exit 1).
@@ -132,15 +136,7 @@ def test_audit_head_and_verify_need_the_database_only(tmp_path: Path, pg_url: st
 async def test_dlx_discard_records_the_ids_asked_for_and_names_those_it_did_not_find(
     tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames
 ) -> None:
-    broker_names.queue("dead-letters")
-    env = production(
-        tmp_path,
-        pg_url,
-        CRAIG_BROKER__URL=rabbit_url,
-        CRAIG_BROKER__EVENTS_EXCHANGE=broker_names.events_exchange,
-        CRAIG_BROKER__DLX_EXCHANGE=broker_names.dlx_exchange,
-        CRAIG_BROKER__QUEUE_PREFIX=broker_names.queue_prefix,
-    )
+    env = with_broker(production(tmp_path, pg_url), rabbit_url, broker_names)
     ids = sorted(str(uuid.uuid4()) for _ in range(2))
     discarded = craig("dlx", "discard", "--id", ids[1], "--id", ids[0], env=env)
     assert discarded.returncode == 1, discarded.stdout + discarded.stderr

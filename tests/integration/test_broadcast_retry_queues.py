@@ -17,19 +17,9 @@ from craig.entrypoints.workers.messaging import consumers_running
 from craig.ports.messaging import Subscription
 from tests.contract.test_event_bus import Recorder, _event, _eventually, _has_effect, _inbox_row
 from tests.support.buses import bus_container
+from tests.support.services import queue_exists
 
 pytestmark = pytest.mark.integration
-
-
-async def _exists(url: str, queue: str) -> bool:
-    connection = await aio_pika.connect(url, timeout=5)
-    async with connection:
-        channel = await connection.channel()
-        try:
-            await channel.declare_queue(queue, passive=True)
-        except aio_pika.exceptions.ChannelNotFoundEntity:
-            return False
-        return True
 
 
 def _retry_queues(bus: RabbitEventBus) -> list[str]:
@@ -47,7 +37,7 @@ async def test_a_live_instance_declares_an_expired_retry_queue_again_before_it_r
         bus.broadcast_queue_expires_ms = 2_000  # an hour in production
         first = _retry_queues(bus)[0]
         async with consumers_running(container, subscriptions=[subscription]):
-            assert await _exists(rabbit_url, first)
+            assert await queue_exists(rabbit_url, first)
             # No one consumes a retry queue, so RabbitMQ deletes it once its lease runs out
             # while the instance is alive and well: the premise, checked on the real broker.
             await _expired(rabbit_url, first, lease_seconds=2.0)
@@ -111,7 +101,7 @@ async def test_a_refused_declaration_of_a_retry_queue_leaves_the_consumers_worki
             assert recorder.calls[first_event.id] == 2 and recorder.calls[next_event.id] == 2
             refused = [line for line in logs if "could not settle" in line["event"]]
             assert len(refused) == 2 and all("PRECONDITION_FAILED" in line["error"] for line in refused), logs
-        assert not await _exists(rabbit_url, first)  # deleted with the instance's own, all the same
+        assert not await queue_exists(rabbit_url, first)  # deleted with the instance's own, all the same
 
 
 async def _expired(url: str, queue: str, lease_seconds: float) -> None:
@@ -119,7 +109,7 @@ async def _expired(url: str, queue: str, lease_seconds: float) -> None:
     which renews its lease, so the looks are further apart than the lease."""
     for _ in range(20):
         await asyncio.sleep(lease_seconds * 1.5)
-        if not await _exists(url, queue):
+        if not await queue_exists(url, queue):
             return
     raise AssertionError(f"RabbitMQ never expired {queue}")
 
@@ -141,7 +131,7 @@ async def test_a_retry_queue_deleted_by_hand_is_declared_again_and_the_retry_goe
                 await bus.publish(envelope)
                 await _eventually(lambda: _has_effect(container, envelope.id), "processing after 1 failure")
             assert recorder.calls[envelope.id] == 2
-            assert await _exists(rabbit_url, first)
+            assert await queue_exists(rabbit_url, first)
             assert [line["queue"] for line in logs if "retry queue was gone" in line["event"]] == [first]
             assert not [line for line in logs if "could not settle" in line["event"]]
 
@@ -154,9 +144,9 @@ async def test_an_instance_that_stops_cleanly_deletes_its_broadcast_retry_queues
         bus = container.event_bus()
         work, retries = bus.work_queue(subscription), _retry_queues(bus)
         async with consumers_running(container, subscriptions=[subscription]):
-            assert [await _exists(rabbit_url, q) for q in [work, *retries]] == [True] * 6
-        assert [await _exists(rabbit_url, q) for q in [work, *retries]] == [False] * 6
+            assert [await queue_exists(rabbit_url, q) for q in [work, *retries]] == [True] * 6
+        assert [await queue_exists(rabbit_url, q) for q in [work, *retries]] == [False] * 6
         # Consuming again after a clean stop declares them afresh.
         async with consumers_running(container, subscriptions=[subscription]):
-            assert [await _exists(rabbit_url, q) for q in retries] == [True] * 5
-        assert [await _exists(rabbit_url, q) for q in retries] == [False] * 5
+            assert [await queue_exists(rabbit_url, q) for q in retries] == [True] * 5
+        assert [await queue_exists(rabbit_url, q) for q in retries] == [False] * 5

@@ -15,8 +15,8 @@ import pytest
 
 from craig.domain.access import Role
 from craig.entrypoints.container import Container
-from craig.entrypoints.workers.send_jobs import send_job_scheduler
 from tests.support.apps import auth, serving
+from tests.support.exchange_data import drain_send_jobs, staged_events
 from tests.support.fake_partner import FakePartner, registration, serving_partner
 from tests.support.problems import problem_code
 
@@ -48,15 +48,10 @@ class Api:
         return await self.client.post("/v1/exchange/transactions", json=body, headers=headers or self.worker)
 
     async def drain(self) -> None:
-        worker = send_job_scheduler(self.container)
-        try:
-            await worker.drain()
-        finally:
-            await worker.aclose()
+        await drain_send_jobs(self.container)
 
     async def events(self, kind: str) -> Counter[str]:
-        async with self.container.outbox_relay_store().claim_batch(10_000) as batch:
-            return Counter(r.envelope.aggregate_id for r in batch.events if r.envelope.type == kind)
+        return await staged_events(self.container, kind)
 
 
 @pytest.fixture(params=["memory", "postgres"])

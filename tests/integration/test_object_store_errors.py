@@ -5,7 +5,6 @@ incident id, so clients do not retry a misconfiguration forever."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,6 +26,7 @@ from tests.support.apps import auth, serving
 from tests.support.files import png_bytes
 from tests.support.problems import problem_code
 from tests.support.services import SeaweedS3
+from tests.support.silent_servers import tcp_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 
@@ -172,31 +172,21 @@ async def test_an_upload_while_the_s3_server_is_down_is_a_503(
 async def test_a_server_that_never_answers_is_asked_once_per_call_on_the_stores_own_threads() -> None:
     """A hung S3 (it accepts and never answers) costs one read timeout per call, not one per
     retry, and ties up the store's own threads, never the event loop's default pool."""
-    accepted: list[asyncio.StreamWriter] = []
-
-    async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(writer)
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-hung", secure=False, read_timeout_seconds=0.5)
-    try:
+    async with tcp_server() as hung:
+        store = MinioObjectStore(
+            f"127.0.0.1:{hung.port}", "k", "s", "craig-hung", secure=False, read_timeout_seconds=0.5
+        )
         with pytest.raises(ObjectStoreUnavailable):
             await store.head("a/b.txt")
-        assert len(accepted) == 1
+        assert len(hung.accepted) == 1
         assert (await store._call(lambda: threading.current_thread().name)).startswith("craig-s3")
         # The checks (start, readiness, craig status) carry no transfer: they read with a short
         # timeout of their own, not the transfers' (60 s by default; 0.5 s in this test).
         with pytest.raises(ObjectStoreUnavailable):
             await store.ping()
-        assert len(accepted) == 2
+        assert len(hung.accepted) == 2
         checks_timeout = store._checks._http.connection_pool_kw["timeout"].read_timeout
         assert checks_timeout == OBJECT_STORE_CHECK_TIMEOUT.total_seconds() < OBJECT_STORE_READ_TIMEOUT.total_seconds()
-    finally:
-        for writer in accepted:
-            writer.close()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_put_over_the_multipart_threshold_is_one_request(s3_server: SeaweedS3, s3_bucket: str) -> None:
@@ -217,20 +207,10 @@ async def test_a_put_over_the_multipart_threshold_is_one_request(s3_server: Seaw
 async def test_a_connection_the_server_drops_is_retried_on_a_fresh_one() -> None:
     """A server (or a load balancer) that closes a connection without answering is asked again,
     OBJECT_STORE_RETRIES times: only a read timeout is final."""
-    accepted: list[int] = []
-
-    async def drop(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(1)
-        await _reader.read(1)  # the request has begun
-        writer.close()
-
-    server = await asyncio.start_server(drop, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-drops", secure=False, read_timeout_seconds=5)
-    try:
+    async with tcp_server(drop=True) as dropping:
+        store = MinioObjectStore(
+            f"127.0.0.1:{dropping.port}", "k", "s", "craig-drops", secure=False, read_timeout_seconds=5
+        )
         with pytest.raises(ObjectStoreUnavailable):
             await store.head("a/b.txt")
-        assert len(accepted) == 1 + OBJECT_STORE_RETRIES
-    finally:
-        server.close()
-        await server.wait_closed()
+        assert len(dropping.accepted) == 1 + OBJECT_STORE_RETRIES

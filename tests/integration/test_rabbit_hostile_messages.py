@@ -22,6 +22,7 @@ from craig.ports.unit_of_work import UnitOfWork
 from tests.contract.test_event_bus import _event, _eventually
 from tests.support.buses import rabbit_bus
 from tests.support.services import BrokerNames
+from tests.support.silent_servers import tcp_server
 
 pytestmark = pytest.mark.integration
 
@@ -174,30 +175,20 @@ async def test_a_dead_letter_queue_deleted_by_hand_is_declared_again_and_the_let
 
 
 async def test_a_broker_that_accepts_and_never_answers_is_unavailable_not_a_hang(broker_names: BrokerNames) -> None:
-    accepted: list[asyncio.StreamWriter] = []
-
-    async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(writer)
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    bus = RabbitEventBus(
-        f"amqp://guest:guest@127.0.0.1:{port}/",
-        events_exchange=broker_names.events_exchange,
-        dlx_exchange=broker_names.dlx_exchange,
-        queue_prefix=broker_names.queue_prefix,
-        instance_id="silent",
-        connect_timeout_seconds=0.5,
-    )
-    try:
-        with pytest.raises(BrokerUnavailable):
-            await bus.connect([])
-        # aio-pika gave up: no reconnect loop is left running (a cancelled connect leaves one).
-        loops = [t for t in asyncio.all_tasks() if "connection_factory" in repr(t.get_coro())]
-        assert loops == [] and len(accepted) == 1
-    finally:
-        await bus.close()
-        for writer in accepted:
-            writer.close()
-        server.close()
-        await server.wait_closed()
+    async with tcp_server() as silent:
+        bus = RabbitEventBus(
+            f"amqp://guest:guest@127.0.0.1:{silent.port}/",
+            events_exchange=broker_names.events_exchange,
+            dlx_exchange=broker_names.dlx_exchange,
+            queue_prefix=broker_names.queue_prefix,
+            instance_id="silent",
+            connect_timeout_seconds=0.5,
+        )
+        try:
+            with pytest.raises(BrokerUnavailable):
+                await bus.connect([])
+            # aio-pika gave up: no reconnect loop is left running (a cancelled connect leaves one).
+            loops = [t for t in asyncio.all_tasks() if "connection_factory" in repr(t.get_coro())]
+            assert loops == [] and len(silent.accepted) == 1
+        finally:
+            await bus.close()

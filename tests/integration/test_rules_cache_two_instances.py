@@ -16,7 +16,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import aio_pika
 import httpx
 import pytest
 from dependency_injector import providers
@@ -31,7 +30,7 @@ from craig.entrypoints.workers.runner import workers_running
 from tests.support import apps
 from tests.support.apps import auth, live_server
 from tests.support.buses import rabbit_bus
-from tests.support.services import BrokerNames
+from tests.support.services import BrokerNames, queue_exists
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbit]
 
@@ -113,17 +112,6 @@ async def test_a_create_on_a_reaches_b_within_a_second(
         assert b.rule_cache().get("triage").version == 3  # type: ignore[union-attr]
 
 
-async def _queue_exists(rabbit_url: str, name: str) -> bool:
-    connection = await aio_pika.connect(rabbit_url)
-    async with connection:
-        channel = await connection.channel()
-        try:
-            await channel.declare_queue(name, passive=True)
-        except aio_pika.exceptions.ChannelNotFoundEntity:
-            return False
-        return True
-
-
 async def _invalidations_published(container: Container) -> int:
     async with container.postgres().connect() as conn:
         result = await conn.execute(
@@ -174,7 +162,7 @@ async def test_an_instance_whose_connection_was_cut_drops_its_cache_when_it_reco
         assert not connection.connected.is_set(), "B reconnected too soon: the test proves nothing"
         assert await version_seen(client_b, sup_b) == (1, "v1")  # B missed the event
 
-        await _until(lambda: _queue_exists(rabbit_url, queue), "B reconnected and declared its queue again")
+        await _until(lambda: queue_exists(rabbit_url, queue), "B reconnected and declared its queue again")
         await _until(lambda: _sees(client_b, sup_b, 2), "B answers with version 2 after reconnecting")
 
 
@@ -183,7 +171,7 @@ async def _count_is(container: Container, n: int) -> bool:
 
 
 async def _gone(rabbit_url: str, queue: str) -> bool:
-    return not await _queue_exists(rabbit_url, queue)
+    return not await queue_exists(rabbit_url, queue)
 
 
 async def _sees(client: httpx.AsyncClient, headers: dict[str, str], version: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,3 +81,20 @@ async def corrupt_secret(backend: Backend, partner_id: uuid.UUID) -> None:
     async with backend.memory.transaction() as tx:
         stored = tx.get(PARTNERS, partner_id)
         tx.put(PARTNERS, partner_id, attrs.evolve(stored, client_secret=UNDECRYPTABLE_SECRET))
+
+
+async def drain_send_jobs(container: Any) -> None:
+    """Run a send worker of ``container`` until no job is due, then close it."""
+    from craig.entrypoints.workers.send_jobs import send_job_scheduler
+
+    worker = send_job_scheduler(container)
+    try:
+        await worker.drain()
+    finally:
+        await worker.aclose()
+
+
+async def staged_events(container: Any, kind: str) -> Counter[str]:
+    """Outbox events of type ``kind`` staged so far, counted by aggregate id."""
+    async with container.outbox_relay_store().claim_batch(10_000) as batch:
+        return Counter(r.envelope.aggregate_id for r in batch.events if r.envelope.type == kind)

@@ -306,3 +306,17 @@ def fetch(url: str, sql: str) -> list[Any]:
 
 def public_tables(url: str) -> set[str]:
     return {row["tablename"] for row in fetch(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+
+
+async def queue_exists(url: str, queue: str) -> bool:
+    """Whether RabbitMQ has ``queue`` (a passive declaration, which renews an ``x-expires`` lease)."""
+    import aio_pika
+
+    connection = await aio_pika.connect(url, timeout=5)
+    async with connection:
+        channel = await connection.channel()
+        try:
+            await channel.declare_queue(queue, passive=True)
+        except aio_pika.exceptions.ChannelNotFoundEntity:
+            return False
+        return True

@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, TransportFailure
-from craig.domain.partners import InvalidPartner, Partner, new_partner
+from craig.domain.partners import InvalidPartner, Partner
 from craig.ports.errors import UndecryptableData
 from craig.ports.exchange import Claim, Delivery, Pace, PartnerGateway, UpstreamError
 from craig.usecases.exchange import DispatchSendJob, SendPolicy
 from tests.support.backends import Backend, memory_backend
 from tests.support.exchange_data import a_partner, add_partner, add_transaction
+from tests.unit.test_exchange_inputs import partner
 
 pytestmark = pytest.mark.unit
 
@@ -63,21 +64,6 @@ USABLE_URLS = [
     "https://partner.example.",
     "https://a_b.example",  # an ASCII name goes out as it is
 ]
-
-
-def partner(**overrides: Any) -> Partner:
-    fields: dict[str, Any] = {
-        "id": uuid.uuid4(),
-        "name": "County Health",
-        "base_url": "https://partner.example/api",
-        "token_url": "https://partner.example/oauth/token",
-        "client_id": "craig",
-        "client_secret": "s3cret",
-        "rate_limit_rpm": None,
-        "now": NOW,
-        **overrides,
-    }
-    return new_partner(**fields)
 
 
 def httpx_can_request(url: str) -> bool:

@@ -116,45 +116,36 @@ class MinioObjectStore(ObjectStore):
     ) -> None:
         self.endpoint = endpoint
         self.bucket = bucket
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(
-                connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
-                read=read_timeout_seconds,
-            ),
-            retries=_ReadTimeoutIsFinal(
+
+        def client(read_timeout: float, retries: urllib3.Retry, connections: int) -> Minio:
+            http = urllib3.PoolManager(
+                timeout=urllib3.Timeout(connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(), read=read_timeout),
+                retries=retries,
+                maxsize=connections,
+            )
+            return Minio(
+                endpoint,
+                access_key=access_key,
+                secret_key=secret_key,
+                secure=secure,
+                region=region or None,
+                http_client=http,
+            )
+
+        self.client = client(
+            read_timeout_seconds,
+            _ReadTimeoutIsFinal(
                 total=OBJECT_STORE_RETRIES,
                 backoff_factor=OBJECT_STORE_RETRY_BACKOFF.total_seconds(),
                 status_forcelist=[500, 502, 503, 504],
             ),
-            maxsize=OBJECT_STORE_MAX_CONNECTIONS,
-        )
-        self.client = Minio(
-            endpoint,
-            access_key=access_key,
-            secret_key=secret_key,
-            secure=secure,
-            region=region or None,
-            http_client=http,
+            OBJECT_STORE_MAX_CONNECTIONS,
         )
         #: For ``prepare`` and ``ping`` (a bucket's existence, a few bytes): a read timeout of
-        #: ``OBJECT_STORE_CHECK_TIMEOUT`` and no retry, so a start, a readiness probe or
-        #: ``craig status`` learns in seconds that a silent S3 is down, not after a transfer's
-        #: read timeout.
-        self._checks = Minio(
-            endpoint,
-            access_key=access_key,
-            secret_key=secret_key,
-            secure=secure,
-            region=region or None,
-            http_client=urllib3.PoolManager(
-                timeout=urllib3.Timeout(
-                    connect=OBJECT_STORE_CONNECT_TIMEOUT.total_seconds(),
-                    read=OBJECT_STORE_CHECK_TIMEOUT.total_seconds(),
-                ),
-                retries=_ReadTimeoutIsFinal(total=1, redirect=0),  # one retry: a dropped connection
-                maxsize=2,
-            ),
-        )
+        #: ``OBJECT_STORE_CHECK_TIMEOUT`` and one retry (a dropped connection), so a start, a
+        #: readiness probe or ``craig status`` learns in seconds that a silent S3 is down, not
+        #: after a transfer's read timeout.
+        self._checks = client(OBJECT_STORE_CHECK_TIMEOUT.total_seconds(), _ReadTimeoutIsFinal(total=1, redirect=0), 2)
         self._threads = ThreadPoolExecutor(OBJECT_STORE_MAX_CONNECTIONS, thread_name_prefix="craig-s3")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
