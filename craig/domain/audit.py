@@ -60,6 +60,7 @@ class AuditAction(enum.StrEnum):
     # operator actions (the command line)
     DLX_REPLAY = "dlx_replay"
     DLX_DISCARD = "dlx_discard"
+    ATTACHMENT_DISCARD = "attachment_discard"
     KEYS_ROTATE = "keys_rotate"
     JOB_RETRY = "job_retry"
     RULE_SET_VERSION = "rule_set_version"
@@ -71,6 +72,7 @@ OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
     {
         AuditAction.DLX_REPLAY,
         AuditAction.DLX_DISCARD,
+        AuditAction.ATTACHMENT_DISCARD,
         AuditAction.KEYS_ROTATE,
         AuditAction.JOB_RETRY,
         AuditAction.RULE_SET_VERSION,

@@ -423,6 +423,10 @@ CONFIG_VALUE_MIN_WIDTH_CHARS: Final = 24
 CONFIG_VALUE_MAX_WIDTH_CHARS: Final = 48
 #: ``craig dlx list`` and ``craig dlx replay`` take at most this many letters unless told.
 DLX_LIST_DEFAULT_LIMIT: Final = 100
+#: What ``craig attachments failed`` and ``craig exchange failed`` list unless told (``--limit``).
+FAILED_LIST_DEFAULT_LIMIT: Final = 100
+#: The most they list at once (a larger ``--limit`` is a usage error).
+FAILED_LIST_MAX_LIMIT: Final = 10_000
 DLX_REPLAY_DEFAULT_LIMIT: Final = 1000
 #: ``craig token``: a development token's default lifetime.
 DEV_TOKEN_LIFETIME: Final = timedelta(hours=1)

@@ -48,6 +48,7 @@ from craig.usecases.attachments import (
     OpenAttachment,
     UploadAttachment,
 )
+from craig.usecases.attachments.failed_attachments import FailedAttachments
 from craig.usecases.audit.case_history import ShowCaseHistory
 from craig.usecases.audit.list_entries import ListAuditEntries
 from craig.usecases.case_lifecycle.close_case import CloseCase
@@ -74,6 +75,7 @@ from craig.usecases.exchange import (
     ShowPartner,
     StartTransaction,
 )
+from craig.usecases.exchange.failed_send_jobs import FailedSendJobs
 from craig.usecases.foster_homes.list_foster_home_page import ListFosterHomePage
 from craig.usecases.foster_homes.list_home_placements import ListHomePlacements
 from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
@@ -179,6 +181,12 @@ class Container(containers.DeclarativeContainer):
         tables=providers.Object(REGISTERED_TABLES),
     )
     attachment_scan_interval = policies.attachment_scan_interval
+    failed_attachments = providers.Factory(
+        FailedAttachments,
+        object_store=object_store,
+        uow_factory=uow.provider,
+        tables=providers.Object(REGISTERED_TABLES),
+    )
 
     # --- foster homes and placements --------------------------------------------------------------
     # Each is called with the request's unit of work: ``container.update_placement(uow=uow)``.
@@ -204,6 +212,7 @@ class Container(containers.DeclarativeContainer):
     start_exchange_transaction = providers.Factory(StartTransaction, clock=clock)
     get_exchange_transaction = providers.Factory(GetTransaction)
     retry_send_job = providers.Factory(RetrySendJob)
+    failed_send_jobs = providers.Factory(FailedSendJobs, uow_factory=uow.provider)
     send_job_backlog = providers.Factory(SendJobBacklog, uow=uow)
     purge_delivered_transactions = providers.Factory(PurgeDeliveredTransactions, uow_factory=uow.provider)
     send_policy = policies.send

@@ -150,6 +150,11 @@ class SendJobRepository(Protocol):
         not ``failed`` (or does not exist)."""
         ...
 
+    async def failed(self, limit: int) -> list[SendJob]:
+        """Up to ``limit`` ``failed`` jobs, the most recently failed first (what an operator
+        retries; a partial index on failed jobs serves it, however long the history)."""
+        ...
+
     async def stats(self) -> SendJobStats:
         """Jobs by status (statuses without jobs left out) and the oldest due job. ``pending``
         and ``in_flight`` are exact; ``sent`` and ``failed``, which pile up with history, are

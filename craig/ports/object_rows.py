@@ -16,13 +16,17 @@ import attrs
 
 @attrs.frozen
 class PendingObject:
-    """A ``pending`` row: its id, where its blob should be, and what size it must have."""
+    """A row the scanner or an operator looks at (``pending``, or ``failed``): its id, where its
+    blob should be, and what size it must have."""
 
     id: UUID
     parent_id: UUID
     object_key: str
     size: int
     created_at: datetime
+    #: The case the row belongs to, where the table knows one: set by :meth:`ObjectRows.failed_rows`
+    #: and :meth:`ObjectRows.delete_failed` (an operator's discard shows in the case's history).
+    case_id: UUID | None = None
 
 
 @attrs.frozen
@@ -53,6 +57,15 @@ class ObjectRows(Protocol):
     async def delete_pending(self, row_id: UUID) -> bool:
         """Delete the row if it is still ``pending``. Of concurrent callers exactly one gets True,
         so exactly one stages the failure event."""
+        ...
+
+    async def failed_rows(self, limit: int) -> Sequence[PendingObject]:
+        """Up to ``limit`` ``failed`` rows, oldest first (what ``craig attachments failed`` lists)."""
+        ...
+
+    async def delete_failed(self, row_id: UUID) -> PendingObject | None:
+        """Delete the row if it is ``failed`` and return it (its blob is the caller's to remove);
+        None when it is not (gone, or another status). Of concurrent callers exactly one gets it."""
         ...
 
     async def known_object_keys(self, keys: Sequence[str]) -> set[str]:

@@ -159,3 +159,40 @@ async def test_concurrent_deletes_of_one_pending_row_succeed_once(backend: Backe
         return deleted
 
     assert sorted(await asyncio.gather(*(delete() for _ in range(4)))) == [False, False, False, True]
+
+
+async def test_failed_rows_are_listed_oldest_first_and_deleted_once(backend: Backend) -> None:
+    uow = backend.uow()
+    contact = await a_contact(uow)
+    failed = [await add(uow, draft(contact, f"f{i}.pdf"), backend) for i in range(3)]
+    pending = await add(uow, draft(contact, "p.pdf"), backend)
+    present = await add(uow, draft(contact, "ok.pdf"), backend)
+    async with uow:
+        for row in failed:
+            assert await uow.attachments.mark_failed(row.id)
+        assert await uow.attachments.mark_present(present.id)
+        await uow.commit()
+    async with uow:
+        listed = await uow.attachments.failed_rows(2)
+    assert [r.id for r in listed] == [failed[0].id, failed[1].id]
+    assert (listed[0].object_key, listed[0].size, listed[0].parent_id) == (failed[0].object_key, 10, contact.id)
+    assert listed[0].case_id == contact.case_id
+
+    async def delete(row_id: uuid.UUID) -> object:
+        uow = backend.uow()
+        async with uow:
+            deleted = await uow.attachments.delete_failed(row_id)
+            await asyncio.sleep(0.05)
+            await uow.commit()
+        return deleted
+
+    outcomes = await asyncio.gather(*(delete(failed[0].id) for _ in range(4)))
+    [won] = [o for o in outcomes if o is not None]
+    assert won == listed[0]
+    for untouched in (pending.id, present.id, uuid.uuid4()):
+        assert await delete(untouched) is None
+    async with uow:
+        assert [r.id for r in await uow.attachments.failed_rows(10)] == [failed[1].id, failed[2].id]
+        stats = await uow.attachments.pending_stats()
+        assert stats.failed == 2 and stats.pending == 1
+        assert await uow.attachments.get(contact.id, present.id) is not None

@@ -251,3 +251,25 @@ async def test_a_job_made_for_a_request_keeps_its_id_and_trace_context(backend: 
     assert other.origin_request_id is None and other.traceparent is None
     [claimed_first, claimed_second] = sorted(await claim(backend), key=lambda j: j.id == outside.id)
     assert claimed_first.origin_request_id == "req-7" and claimed_second.origin_request_id is None
+
+
+async def test_failed_jobs_are_listed_most_recently_failed_first(backend: Backend) -> None:
+    jobs = await jobs_for(backend, 4)
+    failed = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type=EXCHANGE_SEND_FAILED)
+    claimed = {job.id: job for job in await claim(backend)}
+    for job in jobs[:3]:  # one at a time: each fails later than the one before
+        await record(backend, [(claimed[job.id], failed)])
+        await backend.sleep(0.01)
+    await record(backend, [(claimed[jobs[3].id], SENT)])
+    uow = backend.uow()
+    async with uow:
+        assert [j.id for j in await uow.send_jobs.failed(10)] == [jobs[2].id, jobs[1].id, jobs[0].id]
+        newest = await uow.send_jobs.failed(2)
+        retried = await uow.send_jobs.retry_failed(jobs[2].id)
+        await uow.commit()
+    assert [j.id for j in newest] == [jobs[2].id, jobs[1].id]
+    assert newest[0].status is JobStatus.FAILED and newest[0].last_error == "partner answered 400"
+    assert retried is not None
+    uow = backend.uow()
+    async with uow:
+        assert [j.id for j in await uow.send_jobs.failed(10)] == [jobs[1].id, jobs[0].id]

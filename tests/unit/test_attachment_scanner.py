@@ -13,6 +13,7 @@ from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.attachments.failed_attachments import FailedAttachments
 from tests.support.casework import World, person
 
 pytestmark = pytest.mark.unit
@@ -201,3 +202,25 @@ async def test_the_sweep_never_deletes_the_blob_of_a_retry_that_made_its_row_aga
     assert report.orphans_removed == 1
     assert retried.object_status is ObjectStatus.PRESENT
     assert await world.store.head(retried.object_key) == 5  # the retry's blob is there
+
+
+async def test_a_discard_with_the_store_down_deletes_the_row_and_the_sweep_removes_its_object(world: World) -> None:
+    odd = await pending_row(world, "odd.txt")
+    await world.store.put(odd.object_key, b"1234567", "text/plain")
+    world.clock.advance(GRACE + timedelta(seconds=1))
+    assert (await scanner(world).run_once()).mismatched == 1
+    failed = FailedAttachments(world.store, world.uow, REGISTERED_TABLES)
+    [listed] = await failed.failed(10)
+    assert (listed.table, listed.row.id, listed.row.size) == ("contact_attachments", odd.id, 5)
+
+    world.store.available = False
+    [done] = await failed.discard([odd.id, odd.id])  # an id given twice is discarded once
+    assert done.attachment == listed and not done.object_removed
+    assert await statuses(world) == {} and await failed.failed(10) == []
+
+    world.store.available = True
+    assert await world.store.head(odd.object_key) == 7  # still there, and no row points at it
+    world.clock.advance(GRACE + timedelta(seconds=1))
+    assert (await scanner(world).run_once()).orphans_removed == 1
+    assert await world.store.head(odd.object_key) is None
+    assert await failed.discard([odd.id]) == []  # discarded already: nothing to do

@@ -57,7 +57,7 @@ def test_the_manual(capsys: pytest.CaptureFixture[str]) -> None:
         "  130  interrupted",
     ):
         assert expected in manual, expected
-    for name in ("serve", "worker", "db", "token", "status", "dlx", "config", "keys"):
+    for name in ("serve", "worker", "db", "token", "status", "dlx", "attachments", "exchange", "config", "keys"):
         assert f"  {name} " in manual, name
 
 
@@ -76,6 +76,10 @@ def test_every_command_and_option_has_help_and_every_command_its_exit_codes(
         "craig dlx replay",
         "craig config",
         "craig keys rotate",
+        "craig attachments failed",
+        "craig attachments discard",
+        "craig exchange failed",
+        "craig exchange retry",
     }
     for path, command in found.items():
         assert command.help, path
@@ -118,6 +122,11 @@ SOME_ID = str(uuid.uuid4())
         (["dlx", "replay", "--id", "42"], "is not a valid UUID"),
         (["dlx", "list", "--limit", "-1"], "--limit"),
         (["keys", "rotate", "--batch-size", "0"], "--batch-size"),
+        (["attachments", "discard"], "Missing option '--id'"),
+        (["attachments", "discard", "--id", "42"], "is not a valid UUID"),
+        (["attachments", "failed", "--limit", "10001"], "--limit"),
+        (["exchange", "retry"], "Missing option '--id'"),
+        (["exchange", "failed", "--limit", "0"], "--limit"),
         (["serve", "--port", "70000"], "--port"),
         (["db", "downgrade"], "Missing argument 'REVISION'"),
         (["config", "--effective", "extra"], "unexpected extra argument"),

@@ -46,6 +46,10 @@ class AttachmentRow:
     created_at: datetime
 
 
+def _scanned(row: AttachmentRow) -> PendingObject:
+    return PendingObject(row.id, row.contact_id, row.object_key, row.file_size, row.created_at)
+
+
 class MemoryAttachmentRepository(AttachmentRepository):
     def __init__(self, session: MemorySession) -> None:
         self.session = session
@@ -123,9 +127,7 @@ class MemoryAttachmentRepository(AttachmentRepository):
             (row for row in await self._rows(ObjectStatus.PENDING) if row.created_at < cutoff),
             key=lambda row: (row.created_at, row.id),
         )
-        return [
-            PendingObject(row.id, row.contact_id, row.object_key, row.file_size, row.created_at) for row in rows[:limit]
-        ]
+        return [_scanned(row) for row in rows[:limit]]
 
     async def _pending(self, row_id: UUID) -> AttachmentRow | None:
         row: AttachmentRow | None = (await self.session.tx()).get(ATTACHMENTS, row_id)
@@ -146,6 +148,22 @@ class MemoryAttachmentRepository(AttachmentRepository):
 
     async def delete_pending(self, row_id: UUID) -> bool:
         return await self._pending(row_id) is not None and (await self.session.tx()).delete(ATTACHMENTS, row_id)
+
+    async def failed_rows(self, limit: int) -> Sequence[PendingObject]:
+        rows = sorted(await self._rows(ObjectStatus.FAILED), key=lambda row: (row.created_at, row.id))
+        return [await self._with_case(row) for row in rows[:limit]]
+
+    async def delete_failed(self, row_id: UUID) -> PendingObject | None:
+        tx = await self.session.tx()
+        row: AttachmentRow | None = tx.get(ATTACHMENTS, row_id)
+        if row is None or row.object_status is not ObjectStatus.FAILED:
+            return None
+        found = await self._with_case(row)
+        return found if tx.delete(ATTACHMENTS, row_id) else None
+
+    async def _with_case(self, row: AttachmentRow) -> PendingObject:
+        contact = (await self.session.tx()).get(CONTACTS, row.contact_id)  # always there: a foreign key
+        return attrs.evolve(_scanned(row), case_id=contact.case_id)
 
     async def known_object_keys(self, keys: Sequence[str]) -> set[str]:
         wanted = set(keys)

@@ -245,6 +245,11 @@ class MemorySendJobRepository(SendJobRepository):
             return None
         return await self._put(row, model.retried(row.job, tx.db.now()))
 
+    async def failed(self, limit: int) -> list[SendJob]:
+        failed = [row.job for row in (await self.session.tx()).rows(JOBS) if row.job.status is JobStatus.FAILED]
+        failed.sort(key=lambda j: (j.completed_at or j.created_at, j.id), reverse=True)
+        return failed[:limit]
+
     async def stats(self) -> SendJobStats:
         now = (await self.session.tx()).db.now()
         jobs = [row.job for row in (await self.session.tx()).rows(JOBS)]

@@ -68,6 +68,22 @@ _SET_STATUS = text(
     """
 )
 _DELETE_PENDING = text("DELETE FROM contact_attachments WHERE id = :id AND object_status = 'pending' RETURNING id")
+_SCANNED = "a.id, a.contact_id, a.object_key, a.file_size, a.created_at, c.case_id"
+# In the order of the partial index on failed rows (migration 0021); a row's contact always
+# exists (a foreign key).
+_FAILED = text(
+    f"""
+    SELECT {_SCANNED} FROM contact_attachments a JOIN contacts c ON c.id = a.contact_id
+     WHERE a.object_status = 'failed' ORDER BY a.created_at, a.id LIMIT :limit
+    """
+)
+_DELETE_FAILED = text(
+    f"""
+    DELETE FROM contact_attachments a USING contacts c
+     WHERE a.id = :id AND a.object_status = 'failed' AND c.id = a.contact_id
+    RETURNING {_SCANNED}
+    """
+)
 _KNOWN = text("SELECT object_key FROM contact_attachments WHERE object_key = ANY(:keys)").bindparams(
     bindparam("keys", type_=ARRAY(TEXT))
 )
@@ -78,6 +94,12 @@ _STATS = text(
       FROM contact_attachments WHERE object_status = 'pending'
     """
 )
+
+
+def _scanned(row: Row) -> PendingObject:
+    return PendingObject(
+        row["id"], row["contact_id"], row["object_key"], row["file_size"], row["created_at"], row["case_id"]
+    )
 
 
 def _attachment(row: Row, cipher: FieldCipher) -> Attachment:
@@ -149,6 +171,13 @@ class PostgresAttachmentRepository(AttachmentRepository):
             PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
             for r in result.mappings()
         ]
+
+    async def failed_rows(self, limit: int) -> Sequence[PendingObject]:
+        return [_scanned(r) for r in (await self.session.execute(_FAILED, {"limit": limit})).mappings()]
+
+    async def delete_failed(self, row_id: UUID) -> PendingObject | None:
+        row = (await self.session.execute(_DELETE_FAILED, {"id": row_id})).mappings().first()
+        return None if row is None else _scanned(row)
 
     async def _set_status(self, row_id: UUID, status: ObjectStatus) -> bool:
         result = await self.session.execute(_SET_STATUS, {"id": row_id, "status": str(status)})

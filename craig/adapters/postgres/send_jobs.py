@@ -102,6 +102,13 @@ _RETRY_FAILED = text(
     RETURNING {RETURNING}
     """
 )
+# Newest first, backwards along the partial index on failed jobs (migration 0013).
+_FAILED = text(
+    f"""
+    SELECT {COLUMNS} FROM exchange_send_jobs WHERE status = 'failed'
+     ORDER BY completed_at DESC, id DESC LIMIT :limit
+    """
+)
 # Operators' counts: the live states through their partial indexes, exactly; the states that
 # pile up with history through a bounded count (``counts.py``), never the whole table.
 _LIVE_STATS = text(
@@ -179,6 +186,9 @@ class PostgresSendJobRepository(SendJobRepository):
     async def retry_failed(self, job_id: UUID) -> SendJob | None:
         rows = await self._rows(_RETRY_FAILED, {"id": job_id})
         return rows[0] if rows else None
+
+    async def failed(self, limit: int) -> list[SendJob]:
+        return await self._rows(_FAILED, {"limit": limit})
 
     async def stats(self) -> SendJobStats:
         conn = await self.session.connection()

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 import click
 
 from craig.domain.constants import CLI_HELP_WIDTH_CHARS
+from craig.entrypoints.cli.attachments import attachments_group
 from craig.entrypoints.cli.audit import audit_group
 from craig.entrypoints.cli.common import ExitCode, Refused
 from craig.entrypoints.cli.config import config
 from craig.entrypoints.cli.db import db
 from craig.entrypoints.cli.dlx import dlx
+from craig.entrypoints.cli.exchange import exchange_group
 from craig.entrypoints.cli.keys import keys_group
 from craig.entrypoints.cli.serve import serve
 from craig.entrypoints.cli.status import status
@@ -74,7 +76,19 @@ def craig() -> None:
     pass
 
 
-for command in (serve, worker, db, token, status, dlx, config, keys_group, audit_group):
+for command in (
+    serve,
+    worker,
+    db,
+    token,
+    status,
+    dlx,
+    attachments_group,
+    exchange_group,
+    config,
+    keys_group,
+    audit_group,
+):
     craig.add_command(command)
 
 

@@ -41,6 +41,7 @@ from craig.ports.object_store import ObjectStore, StoredObject
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments.events import upload_failed_event
+from craig.usecases.audit.resource_types import ATTACHMENT
 from craig.usecases.events.staging import stage_event
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,8 @@ class ScannedTable:
     prefix: str
     rows: Callable[[AttachmentScannerWork], ObjectRows]
     failed_event: FailedEvent
+    #: The audit trail's ``resource_type`` of its rows (an operator's discard is recorded so).
+    resource_type: str
 
 
 @attrs.define
@@ -202,6 +205,7 @@ CONTACT_ATTACHMENTS = ScannedTable(
     prefix=CONTACT_OBJECT_PREFIX,
     rows=lambda uow: uow.attachments,
     failed_event=_contact_attachment_failed,
+    resource_type=ATTACHMENT,
 )
 #: Every table the scanner reconciles; a feature storing blobs the same way adds its own.
 REGISTERED_TABLES: tuple[ScannedTable, ...] = (CONTACT_ATTACHMENTS,)

@@ -66,10 +66,15 @@ def audit_entry(
 
 
 def operator_entry(
-    action: AuditAction, resource_type: str, resource_id: object = None, *, resource_ids: Iterable[object] = ()
+    action: AuditAction,
+    resource_type: str,
+    resource_id: object = None,
+    *,
+    resource_ids: Iterable[object] = (),
+    case_id: UUID | None = None,
 ) -> AuditEntry:
     """An entry for an operator's command (no token: the operating-system user is the name),
-    with the ids the command names."""
+    with the ids the command names (and the case it touched, so it shows in its history)."""
     try:
         name: str | None = getpass.getuser()
     except (KeyError, OSError):
@@ -80,6 +85,7 @@ def operator_entry(
         resource_type=resource_type,
         resource_id=resource_id,
         resource_ids=resource_ids,
+        case_id=case_id,
         actor_role=OPERATOR_ROLE,
         actor_name=name,
     )

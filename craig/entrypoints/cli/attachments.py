@@ -1,0 +1,93 @@
+"""``craig attachments``: the attachments the scanner failed, and their removal."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import click
+
+from craig.domain.constants import FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT
+from craig.entrypoints.bootstrap import bootstrap
+from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
+from craig.entrypoints.container import Container
+from craig.entrypoints.runtime import running
+from craig.usecases.attachments.failed_attachments import FailedAttachment
+
+
+@click.group("attachments", short_help="Failed attachments: list and discard.")
+def attachments_group() -> None:
+    """Attachments the scanner failed: their stored object is not what the upload declared (another
+    size), so neither the row nor the object can be trusted. They are kept, never served, and
+    counted (craig_attachments_failed, `craig status`) until an operator discards them; the case
+    worker then uploads the file again.
+    """
+
+
+@attachments_group.command("failed", epilog=exit_codes())
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1, max=FAILED_LIST_MAX_LIMIT),
+    default=FAILED_LIST_DEFAULT_LIMIT,
+    show_default=True,
+    metavar="N",
+    help="At most this many.",
+)
+def failed(limit: int) -> int:
+    """List failed attachments, oldest first: id, case, contact, size declared, object key.
+    Reaches the database only."""
+    container = bootstrap()
+
+    async def main() -> int:
+        async with running(container, parts=("database",)):
+            found = await container.failed_attachments().failed(limit)
+        _print(f"{len(found)} failed attachments", found)
+        return ExitCode.OK
+
+    return run(main())
+
+
+@attachments_group.command(
+    epilog=exit_codes(action_needed="an --id given was not discarded (named on stderr): not a failed attachment")
+)
+@click.option(
+    "--id",
+    "ids",
+    type=click.UUID,
+    multiple=True,
+    required=True,
+    metavar="ATTACHMENT_ID",
+    help="A failed attachment's id, as `craig attachments failed` lists it (repeat for more).",
+)
+def discard(ids: tuple[uuid.UUID, ...]) -> int:
+    """Delete failed attachments for good: each row with its audit entry (attachment_discard) in
+    one transaction, then its object. Only rows that are failed: a pending or present attachment
+    is never touched. An object the store did not delete is removed by the scanner's orphan
+    sweep. The discarded attachments are listed on stdout."""
+    return run(discard_failed_attachments(bootstrap(), list(ids)))
+
+
+async def discard_failed_attachments(container: Container, ids: Sequence[uuid.UUID]) -> int:
+    """The command: discard, the removed attachments on stdout; an id not removed on stderr (exit 1)."""
+    async with running(container, parts=("database", "object_store")):
+        discarded = await container.failed_attachments().discard(ids)
+    echo(f"{len(discarded)} discarded")
+    for done in discarded:
+        row = done.attachment.row
+        removed = "removed" if done.object_removed else "left for the scanner's orphan sweep"
+        echo(f"{row.id}  table={done.attachment.table} contact={row.parent_id} object={row.object_key} ({removed})")
+    missing = sorted(set(ids) - {done.attachment.row.id for done in discarded}, key=str)
+    if missing:
+        click.echo(f"craig: not discarded (no such failed attachment): {', '.join(map(str, missing))}", err=True)
+        return ExitCode.ACTION_NEEDED
+    return ExitCode.OK
+
+
+def _print(heading: str, found: Sequence[FailedAttachment]) -> None:
+    echo(heading)
+    for item in found:
+        row = item.row
+        echo(
+            f"{row.id}  table={item.table} case={row.case_id or '-'} contact={row.parent_id} declared_size={row.size} "
+            f"created_at={row.created_at.isoformat()} object={row.object_key}"
+        )

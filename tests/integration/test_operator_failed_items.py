@@ -1,0 +1,161 @@
+"""An operator finds and fixes failed attachments and failed send jobs without SQL: ``craig
+attachments failed|discard`` and ``craig exchange failed|retry`` as real processes, on real
+PostgreSQL (and S3 for the attachments' objects), each change in the audit trail."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from craig.adapters.clock import SystemClock
+from craig.adapters.objectstore.minio import MinioObjectStore
+from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.uow import PostgresUnitOfWork
+from craig.domain.access import Principal, Role
+from craig.domain.attachments import Attachment, new_attachment
+from craig.domain.contacts import Contact
+from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
+from craig.domain.exchange import AttemptDecision, JobStatus
+from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
+from craig.usecases.cases import OpenCase, RecordContact
+from tests.integration.test_audit_operator_commands import craig, operator, operator_entries, production
+from tests.support.backends import postgres_backend
+from tests.support.ciphers import TEST_CIPHER
+from tests.support.exchange_data import add_partner, add_transaction
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+
+
+def with_s3(env: dict[str, str], s3_server: Any, bucket: str) -> dict[str, str]:
+    return {
+        **env,
+        "CRAIG_OBJECT_STORE__ENDPOINT": s3_server.endpoint,
+        "CRAIG_OBJECT_STORE__ACCESS_KEY": s3_server.access_key,
+        "CRAIG_OBJECT_STORE__SECRET_KEY": s3_server.secret_key,
+        "CRAIG_OBJECT_STORE__BUCKET": bucket,
+        "CRAIG_OBJECT_STORE__SECURE": "false",
+    }
+
+
+async def a_contact(db: PostgresDatabase) -> Contact:
+    clock, ann = SystemClock(), Principal(uuid.uuid4(), "Ann", Role.CASEWORKER)
+    case = await OpenCase(PostgresUnitOfWork(db, TEST_CIPHER), clock)(
+        ann, title="Doe", family_name=None, opened_at=None
+    )
+    return await RecordContact(PostgresUnitOfWork(db, TEST_CIPHER), clock)(
+        ann, case.id, contact_type="home_visit", occurred_at=clock.now(), summary="ok"
+    )
+
+
+async def uploaded(
+    db: PostgresDatabase, store: MinioObjectStore, contact: Contact, declared: int, data: bytes
+) -> Attachment:
+    """A pending row declaring ``declared`` bytes, and ``data`` stored as its object."""
+    uow = PostgresUnitOfWork(db, TEST_CIPHER)
+    async with uow:
+        row = await uow.attachments.add(
+            new_attachment(
+                id=uuid.uuid4(),
+                case_id=contact.case_id,
+                contact_id=contact.id,
+                attachment_type=None,
+                file_name="note.txt",
+                content_type="text/plain",
+                file_size=declared,
+                uploaded_by=contact.created_by,
+                worker_name="Ann",
+                now=SystemClock().now(),
+            )
+        )
+        await uow.commit()
+    await store.put(row.object_key, data, "text/plain")
+    return row
+
+
+@pytest.mark.s3
+async def test_failed_attachments_are_listed_and_discarded_with_their_objects(
+    tmp_path: Path, pg_url: str, s3_server: Any, s3_bucket: str
+) -> None:
+    db = PostgresDatabase(pg_url)
+    store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
+    try:
+        contact = await a_contact(db)
+        odd = await uploaded(db, store, contact, 5, b"1234567")  # the stored object is not what was declared
+        good = await uploaded(db, store, contact, 5, b"12345")
+        scanner = AttachmentScanner(
+            store, lambda: PostgresUnitOfWork(db, TEST_CIPHER), SystemClock(), timedelta(0), REGISTERED_TABLES
+        )
+        report = await scanner.run_once()
+        assert (report.mismatched, report.present) == (1, 1)
+        env = with_s3(production(tmp_path, pg_url), s3_server, s3_bucket)
+
+        listed = craig("attachments", "failed", env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("1 failed attachments\n") and str(odd.id) in listed.stdout
+        assert "declared_size=5" in listed.stdout and odd.object_key in listed.stdout
+        assert str(good.id) not in listed.stdout
+
+        unknown = uuid.uuid4()
+        discarded = craig(
+            "attachments", "discard", "--id", str(odd.id), "--id", str(good.id), "--id", str(unknown), env=env
+        )
+        # The present attachment is never touched, an unknown id is named: both on stderr, exit 1.
+        assert discarded.returncode == 1, discarded.stderr
+        assert "not discarded" in discarded.stderr
+        assert str(good.id) in discarded.stderr and str(unknown) in discarded.stderr
+        assert (
+            discarded.stdout.startswith("1 discarded\n") and f"{odd.id}  table=contact_attachments" in discarded.stdout
+        )
+        assert "(removed)" in discarded.stdout
+
+        async with db.transaction() as conn:
+            statuses = dict((await conn.execute(text("SELECT id, object_status FROM contact_attachments"))).all())
+        assert statuses == {good.id: "present"}
+        assert {o.key async for o in store.list("cases/contacts/")} == {good.object_key}
+        # In the case's history too: the entry carries the case's id.
+        discard_entry = operator("attachment_discard", "attachment", str(odd.id), [str(contact.id)])
+        assert await operator_entries(pg_url) == [{**discard_entry, "case_id": contact.case_id}]
+
+        again = craig("attachments", "discard", "--id", str(odd.id), env=env)
+        assert again.returncode == 1 and again.stdout.startswith("0 discarded"), again.stderr
+        assert craig("attachments", "failed", env=env).stdout == "0 failed attachments\n"
+    finally:
+        await db.dispose()
+
+
+async def test_failed_send_jobs_are_listed_and_retried(tmp_path: Path, pg_url: str) -> None:
+    async with postgres_backend(pg_url) as backend:
+        partners = [await add_partner(backend), await add_partner(backend)]
+        _, jobs = await add_transaction(backend, [p.id for p in partners])
+        uow = backend.uow()
+        async with uow:
+            claimed = {job.id: job for job in await uow.send_jobs.claim_due(10, timedelta(minutes=1))}
+            failed = AttemptDecision(JobStatus.FAILED, error="partner answered 400", event_type=EXCHANGE_SEND_FAILED)
+            sent = AttemptDecision(JobStatus.SENT, event_type=EXCHANGE_SENT)
+            await uow.send_jobs.record([(claimed[jobs[0].id], failed), (claimed[jobs[1].id], sent)])
+            await uow.commit()
+        env = production(tmp_path, pg_url)
+
+        listed = craig("exchange", "failed", env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("1 failed send jobs\n") and f"{jobs[0].id}  status=failed" in listed.stdout
+        assert "last_error: partner answered 400" in listed.stdout and str(jobs[1].id) not in listed.stdout
+
+        retried = craig("exchange", "retry", "--id", str(jobs[0].id), "--id", str(jobs[1].id), env=env)
+        # A sent job is never touched: named on stderr, exit 1.
+        assert retried.returncode == 1 and f"not retried (no such failed send job): {jobs[1].id}" in retried.stderr
+        assert retried.stdout.startswith("1 retried\n") and f"{jobs[0].id}  status=pending" in retried.stdout
+
+        uow = backend.uow()
+        async with uow:
+            now = {job.id: await uow.send_jobs.get(job.id) for job in jobs}
+        first, second = now[jobs[0].id], now[jobs[1].id]
+        assert first is not None and (first.status, first.attempts) == (JobStatus.PENDING, 0)
+        assert second is not None and second.status is JobStatus.SENT
+        assert await operator_entries(pg_url) == [operator("job_retry", "send_job", str(jobs[0].id))]
+        assert craig("exchange", "failed", env=env).stdout == "0 failed send jobs\n"
