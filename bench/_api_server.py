@@ -31,6 +31,7 @@ from pathlib import Path
 
 import attrs
 
+from bench._services import postgres_cpu_seconds
 from craig.adapters.postgres.migrations import upgrade_to_head
 from craig.domain.access import Role
 from craig.entrypoints.settings import AuthSettings
@@ -339,16 +340,31 @@ def tree_rss_kib(pids: Sequence[int]) -> int:
     return total
 
 
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine has spent working, summed over its cores: user, nice, system,
+    irq and softirq, not idling, waiting for I/O or stolen by the hypervisor (Linux ``/proc/stat``;
+    guest time is in user)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
+
+
 class RssSampler:
     """The largest resident set of ``pids`` with their children, sampled while the block runs,
-    and the CPU they used meanwhile (:attr:`cpu_percent`, of one core)."""
+    and the CPU they used meanwhile (:attr:`cpu_percent`, of one core); with ``postmaster`` (the
+    PostgreSQL server's), the server's CPU too (:attr:`database_cpu_percent`), and the whole
+    machine's (:attr:`machine_cpu_percent`, of one core: 200 is two cores busy)."""
 
-    def __init__(self, pids: Sequence[int], interval: float = 0.1) -> None:
+    def __init__(self, pids: Sequence[int], interval: float = 0.1, postmaster: int | None = None) -> None:
         self.pids = list(pids)
+        self.postmaster = postmaster
         self.interval = interval
         self.max_kib = 0
         self.cpu_percent = 0.0
+        self.database_cpu_percent = 0.0
+        self.machine_cpu_percent = 0.0
         self._cpu = 0.0
+        self._database_cpu = 0.0
+        self._machine_cpu = 0.0
         self._started = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -360,6 +376,8 @@ class RssSampler:
 
     def __enter__(self) -> RssSampler:
         self._cpu = tree_cpu_seconds(self.pids)
+        self._database_cpu = self._database_seconds()
+        self._machine_cpu = machine_busy_seconds()
         self._started = time.monotonic()
         self._thread.start()
         return self
@@ -368,7 +386,13 @@ class RssSampler:
         self._stop.set()
         self._thread.join()
         wall = time.monotonic() - self._started
-        self.cpu_percent = 100.0 * (tree_cpu_seconds(self.pids) - self._cpu) / wall if wall else 0.0
+        if wall:
+            self.cpu_percent = 100.0 * (tree_cpu_seconds(self.pids) - self._cpu) / wall
+            self.database_cpu_percent = 100.0 * (self._database_seconds() - self._database_cpu) / wall
+            self.machine_cpu_percent = 100.0 * (machine_busy_seconds() - self._machine_cpu) / wall
+
+    def _database_seconds(self) -> float:
+        return 0.0 if self.postmaster is None else postgres_cpu_seconds(self.postmaster)
 
     @property
     def max_mib(self) -> float:

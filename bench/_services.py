@@ -24,6 +24,10 @@ from craig.adapters.postgres.migrations import upgrade_to_head
 
 RABBIT_URL = os.environ.get("CRAIG_BENCH_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/")
 
+#: The postmaster of the embedded server :func:`postgres_database` started (none while it runs
+#: none, or on ``CRAIG_BENCH_DATABASE_URL``'s server): its processes' CPU can be read from ``/proc``.
+EMBEDDED_POSTMASTER: list[int] = []
+
 
 @contextmanager
 def postgres_database() -> Iterator[str]:
@@ -38,6 +42,7 @@ def postgres_database() -> Iterator[str]:
             server = EmbeddedPostgres(root / "pg", fsync="off", synchronous_commit="off", max_connections="300")
             server.start()
             server_url = server.url("postgres")
+            EMBEDDED_POSTMASTER[:] = [int((root / "pg" / "postmaster.pid").read_text().split()[0])]
         name = f"bench_{uuid.uuid4().hex[:10]}"
         _admin(server_url, f'CREATE DATABASE "{name}"')
         url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
@@ -47,10 +52,28 @@ def postgres_database() -> Iterator[str]:
         finally:
             _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
     finally:  # never leave a server running, whatever failed
+        EMBEDDED_POSTMASTER.clear()
         if server is not None:
             server.stop()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def postgres_cpu_seconds(postmaster: int) -> float:
+    """A PostgreSQL server's CPU time so far: its postmaster's, its live processes', and what its
+    exited processes (a backend whose connection closed) left in the postmaster's count (Linux
+    ``/proc``)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # from the state on: ppid is [1]
+        except OSError:
+            continue  # it ended meanwhile
+        if int(stat.parent.name) == postmaster:
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        elif int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _admin(url: str, sql: str) -> None:

@@ -6,7 +6,9 @@ one PostgreSQL. For every scenario wrk loads Craig and the twin in turn (32 conn
 the order alternating), and the bench prints req/s, p50, p99 and the ratio Craig/bare, the
 largest resident memory of the Craig process(es) under load, and wrk's own CPU use, so that a
 reader can see wrk is not the bottleneck (the bare ``/v1/me`` must reach far more req/s than any
-Craig scenario).
+Craig scenario). Each run's CPU is printed too: the server's processes, the embedded
+PostgreSQL's and the whole machine's, so a reader sees which core was busy with what (and
+whether ``--workers`` had a free core to use).
 
 Before loading, each scenario's request is sent once to Craig and the audit entries it wrote are
 counted: the twin appends an entry in exactly those scenarios (``BARE_AUDITED``), so it follows
@@ -51,7 +53,7 @@ from bench._api_server import (
     run_wrk,
     stop,
 )
-from bench._services import exit_cleanly_on_sigterm, postgres_database
+from bench._services import EMBEDDED_POSTMASTER, exit_cleanly_on_sigterm, postgres_database
 from bench.audit import audit_entries
 from craig.adapters.postgres.database import libpq_dsn
 from craig.domain.access import Role
@@ -239,8 +241,21 @@ def craig_token(server: CraigServer) -> str:
     return server.token(role=Role.CASEWORKER, sub=uuid.uuid4(), name="Ann")
 
 
-#: Per scenario and side: (wrk's result, the server's largest RSS in MiB, its CPU in % of one core).
-Results = dict[str, dict[str, list[tuple[WrkResult, float, float]]]]
+@attrs.frozen
+class Run:
+    """One wrk run against one side: wrk's result, the server's largest RSS in MiB, and CPU in % of
+    one core over the run: the server's (all its processes), PostgreSQL's (the embedded server's
+    processes; 0 on another server) and the whole machine's (200 is both cores busy)."""
+
+    wrk: WrkResult
+    rss_mib: float
+    cpu: float
+    database_cpu: float
+    machine_cpu: float
+
+
+#: Per scenario and side, its runs.
+Results = dict[str, dict[str, list[Run]]]
 
 
 def measure(chosen: list[Scenario], craig: Target, bare: Target, args: argparse.Namespace) -> Results:
@@ -255,7 +270,8 @@ def measure(chosen: list[Scenario], craig: Target, bare: Target, args: argparse.
             for side in ("bare", "craig") if flip else ("craig", "bare"):
                 target = targets[side]
                 path, script = scenario.load(target)
-                with RssSampler(target.pids) as rss:
+                postmaster = EMBEDDED_POSTMASTER[0] if EMBEDDED_POSTMASTER else None
+                with RssSampler(target.pids, postmaster=postmaster) as rss:
                     result = run_wrk(
                         target.base_url + path,
                         connections=args.connections,
@@ -263,7 +279,8 @@ def measure(chosen: list[Scenario], craig: Target, bare: Target, args: argparse.
                         threads=args.threads,
                         script=script,
                     )
-                results[scenario.name][side].append((result, rss.max_mib, rss.cpu_percent))
+                run = Run(result, rss.max_mib, rss.cpu_percent, rss.database_cpu_percent, rss.machine_cpu_percent)
+                results[scenario.name][side].append(run)
             flip = not flip
     return results
 
@@ -278,7 +295,10 @@ def report(
     )
     print(f"scenarios that append an audit entry on this build: {', '.join(audited) or 'none'}\n")
     header = f"{'scenario':<34}{'Craig req/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'bare req/s':>12}{'p50 ms':>9}"
-    print(header + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'CPU Craig/bare':>15}{'errors':>8}")
+    print(
+        header
+        + f"{'p99 ms':>9}{'Craig/bare':>12}{'Craig RSS':>11}{'CPU':>15}{'PostgreSQL':>13}{'machine':>13}{'errors':>8}"
+    )
     highest_craig = 0.0
     wrk_cpu = 0.0
     craig_rss = 0.0
@@ -287,22 +307,28 @@ def report(
         row = f"{scenario.label:<34}"
         rps: dict[str, float] = {}
         for side in ("craig", "bare"):
-            runs = [result for result, _, _ in sides[side]]
+            runs = [run.wrk for run in sides[side]]
             rps[side] = median([r.requests_per_second for r in runs])
             row += f"{rps[side]:>12.0f}{median([r.p50_ms for r in runs]):>9.1f}{median([r.p99_ms for r in runs]):>9.1f}"
             wrk_cpu = max(wrk_cpu, *(r.wrk_cpu_percent for r in runs))
-        errors = sum(r.bad_responses + r.socket_errors for side in sides.values() for r, _, _ in side)
-        rss = max(mib for _, mib, _ in sides["craig"])
-        cpu = {side: median([percent for _, _, percent in sides[side]]) for side in sides}
+        errors = sum(r.wrk.bad_responses + r.wrk.socket_errors for side in sides.values() for r in side)
+        rss = max(r.rss_mib for r in sides["craig"])
+        cpu = {side: median([r.cpu for r in sides[side]]) for side in sides}
+        database = {side: median([r.database_cpu for r in sides[side]]) for side in sides}
+        machine = {side: median([r.machine_cpu for r in sides[side]]) for side in sides}
         craig_rss = max(craig_rss, rss)
         if scenario.name != "me":  # the scenarios that reach the database
             highest_craig = max(highest_craig, rps["craig"])
-        cpus = f"{cpu['craig']:>7.0f}%{cpu['bare']:>6.0f}%"
-        print(row + f"{rps['craig'] / rps['bare']:>12.2f}{rss:>8.0f} MiB{cpus}{errors:>8}")
+        cpus = "".join(f"{figures['craig']:>8.0f}%{figures['bare']:>5.0f}%" for figures in (cpu, database, machine))
+        print(row + f"{rps['craig'] / rps['bare']:>12.2f}{rss:>8.0f} MiB   {cpus}{errors:>8}")
     print(f"\nCraig's largest resident memory under load: {craig_rss:.0f} MiB (all its processes)")
-    print(f"wrk's own CPU: at most {wrk_cpu:.0f}% of one core per run (CPU columns: the servers', % of one core)")
+    print(f"wrk's own CPU: at most {wrk_cpu:.0f}% of one core per run")
+    print(
+        "CPU, PostgreSQL, machine: CPU in % of one core over Craig's run, then over the bare twin's: the "
+        "server's processes, PostgreSQL's processes, the whole machine (200% is two cores busy)"
+    )
     if "me" in results and highest_craig:
-        bare_me = median([r.requests_per_second for r, _, _ in results["me"]["bare"]])
+        bare_me = median([r.wrk.requests_per_second for r in results["me"]["bare"]])
         print(
             f"wrk headroom: the bare GET /v1/me reached {bare_me:.0f} req/s, {bare_me / highest_craig:.1f}x "
             f"Craig's best scenario that reaches the database ({highest_craig:.0f} req/s)"

@@ -47,7 +47,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from bench._services import BENCH_CIPHER, _admin, exit_cleanly_on_sigterm
+from bench._services import BENCH_CIPHER, _admin, exit_cleanly_on_sigterm, postgres_cpu_seconds
 from craig.adapters.clock import SystemClock
 from craig.adapters.postgres.database import PostgresDatabase, libpq_dsn
 from craig.adapters.postgres.embedded import EmbeddedPostgres
@@ -287,21 +287,8 @@ LAST_DRAIN_CPU: list[tuple[float, float | None]] = []
 
 
 def _server_cpu_seconds() -> float | None:
-    """The embedded server's CPU time so far: its postmaster's, its live processes', and what its
-    exited processes left in the postmaster's count (Linux ``/proc``)."""
-    if not _POSTMASTER:
-        return None
-    postmaster, ticks = _POSTMASTER[0], 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()  # from the state on: ppid is [1]
-        except OSError:
-            continue  # it ended meanwhile
-        if int(stat.parent.name) == postmaster:
-            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-        elif int(fields[1]) == postmaster:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    """The embedded server's CPU time so far (None on another server)."""
+    return postgres_cpu_seconds(_POSTMASTER[0]) if _POSTMASTER else None
 
 
 async def _timed_drain(jobs: int, drain: Awaitable[Any]) -> float:
