@@ -176,7 +176,12 @@ def test_an_unreachable_database_is_one_line_and_exit_2(args: list[str], tmp_pat
 def test_status_says_which_dependency_is_down_and_reports_the_rest(tmp_path: Path, pg_url: str) -> None:
     """Only the database must answer: RabbitMQ and S3 are down here (nothing listens)."""
     result = craig("status", "--json", env=production(tmp_path, pg_url))
-    assert result.returncode == 0, result.stderr
+    # The report prints whole, and says it is not: exit 1 and one line on stderr.
+    assert result.returncode == 1, result.stderr
+    assert (
+        "craig: the report is not whole: broker down, object_store down, inbox not read, unrouted events not read"
+        in (result.stderr)
+    )
     report = json.loads(result.stdout)
     dependencies = report["dependencies"]
     assert set(dependencies) == {"database", "broker", "object_store"}

@@ -46,6 +46,17 @@ class StatusReport:
             for section, read in self.sections
         }
 
+    def problems(self) -> list[str]:
+        """What kept the report from being whole, one phrase each: a dependency that is down, a
+        section that could not be read (``craig status`` then exits 1)."""
+        found: list[str] = []
+        for section, read in self.sections:
+            if isinstance(read, str):
+                found.append(f"{section.title} not read")
+            elif section is DEPENDENCIES:
+                found += [f"{e.label} down" for e in read if str(e.value).startswith("down")]
+        return found
+
     def as_json(self) -> dict[str, dict[str, Any]]:
         """Section key -> entry key -> value; ages in seconds (null when there is nothing)."""
         report: dict[str, dict[str, Any]] = {}
