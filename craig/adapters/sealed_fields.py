@@ -80,9 +80,15 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def seal_json(cipher: FieldCipher, column: EncryptedColumn, row_key: object, value: Mapping[str, Any]) -> str:
-    """Raises :class:`InvalidData` for a NUL character in any key or string (``jsonb`` refused it)."""
-    _refuse_nul(value)
-    return seal(cipher, column, row_key, _COMPACT_JSON.encode(dict(value)))
+    """Raises :class:`InvalidData` for a NUL character in any key or string (``jsonb`` refused it).
+
+    The encoder writes ASCII only and escapes a NUL as ``\\u0000``, so JSON without that text has
+    none; only JSON with it (a NUL, or a string holding that text itself) is looked into, the
+    walk over every key and string costing more than the encoding."""
+    text = _COMPACT_JSON.encode(dict(value))
+    if "\\u0000" in text:
+        _refuse_nul(value)
+    return seal(cipher, column, row_key, text)
 
 
 class UnreadableJson(Mapping[str, Any]):

@@ -29,8 +29,10 @@ from craig.adapters.crypto.policy import (
     key_problem,
     load_encryptor,
 )
+from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, seal_json, unseal_json
 from craig.ports.cipher import FieldContext
-from craig.ports.errors import UndecryptableData
+from craig.ports.errors import InvalidData, UndecryptableData
+from tests.support.ciphers import TEST_CIPHER
 
 pytestmark = pytest.mark.unit
 
@@ -322,3 +324,33 @@ def test_every_canonical_spelling_decodes_to_its_bytes(raw: bytes) -> None:
     text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
     if text:
         assert _strict_b64url(text) == raw
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+_NUL_PRONE_TEXT = st.text(alphabet=st.sampled_from(["\x00", "\\", "u", "0", "a", "é", '"']), max_size=8)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _NUL_PRONE_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NUL_PRONE_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(_NUL_PRONE_TEXT, _JSON, max_size=4))
+def test_sealed_json_is_refused_exactly_when_a_key_or_string_holds_a_nul(value: dict[str, object]) -> None:
+    """The encoded text is looked into first: a string holding the text ``\\u0000`` itself is
+    not a NUL, and a NUL anywhere (a key, a nested list) is refused all the same."""
+    if _holds_nul(value):
+        with pytest.raises(InvalidData):
+            seal_json(TEST_CIPHER, SEND_JOB_PAYLOAD, "row", value)
+    else:
+        sealed = seal_json(TEST_CIPHER, SEND_JOB_PAYLOAD, "row", value)
+        assert unseal_json(TEST_CIPHER, SEND_JOB_PAYLOAD, "row", sealed) == value
