@@ -63,6 +63,10 @@ class ObjectRows(Protocol):
         """Up to ``limit`` ``failed`` rows, oldest first (what ``craig attachments failed`` lists)."""
         ...
 
+    async def failed_row(self, row_id: UUID) -> PendingObject | None:
+        """The row if it is ``failed`` (a state it leaves only by being deleted), else None."""
+        ...
+
     async def delete_failed(self, row_id: UUID) -> PendingObject | None:
         """Delete the row if it is ``failed`` and return it (its blob is the caller's to remove);
         None when it is not (gone, or another status). Of concurrent callers exactly one gets it."""

@@ -177,6 +177,10 @@ async def test_failed_rows_are_listed_oldest_first_and_deleted_once(backend: Bac
     assert [r.id for r in listed] == [failed[0].id, failed[1].id]
     assert (listed[0].object_key, listed[0].size, listed[0].parent_id) == (failed[0].object_key, 10, contact.id)
     assert listed[0].case_id == contact.case_id
+    async with uow:
+        assert await uow.attachments.failed_row(failed[0].id) == listed[0]
+        for not_failed in (pending.id, present.id, uuid.uuid4()):
+            assert await uow.attachments.failed_row(not_failed) is None
 
     async def delete(row_id: uuid.UUID) -> object:
         uow = backend.uow()

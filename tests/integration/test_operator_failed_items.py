@@ -108,10 +108,8 @@ async def test_failed_attachments_are_listed_and_discarded_with_their_objects(
         assert discarded.returncode == 1, discarded.stderr
         assert "not discarded" in discarded.stderr
         assert str(good.id) in discarded.stderr and str(unknown) in discarded.stderr
-        assert (
-            discarded.stdout.startswith("1 discarded\n") and f"{odd.id}  table=contact_attachments" in discarded.stdout
-        )
-        assert "(removed)" in discarded.stdout
+        assert discarded.stdout.startswith(f"discarded {odd.id}  table=contact_attachments contact={contact.id}")
+        assert discarded.stdout.endswith("(object deleted)\n1 discarded\n")
 
         async with db.transaction() as conn:
             statuses = dict((await conn.execute(text("SELECT id, object_status FROM contact_attachments"))).all())
@@ -122,8 +120,35 @@ async def test_failed_attachments_are_listed_and_discarded_with_their_objects(
         assert await operator_entries(pg_url) == [{**discard_entry, "case_id": contact.case_id}]
 
         again = craig("attachments", "discard", "--id", str(odd.id), env=env)
-        assert again.returncode == 1 and again.stdout.startswith("0 discarded"), again.stderr
+        assert again.returncode == 1 and again.stdout == "0 discarded\n", again.stderr
         assert craig("attachments", "failed", env=env).stdout == "0 failed attachments\n"
+    finally:
+        await db.dispose()
+
+
+@pytest.mark.s3
+async def test_a_discard_with_a_bucket_that_does_not_exist_deletes_nothing_and_makes_no_bucket(
+    tmp_path: Path, pg_url: str, s3_server: Any, s3_bucket: str
+) -> None:
+    db = PostgresDatabase(pg_url)
+    store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
+    try:
+        odd = await uploaded(db, store, await a_contact(db), 5, b"1234567")
+        scanner = AttachmentScanner(
+            store, lambda: PostgresUnitOfWork(db, TEST_CIPHER), SystemClock(), timedelta(0), REGISTERED_TABLES
+        )
+        assert (await scanner.run_once()).mismatched == 1
+        typo = f"{s3_bucket}-typo"
+        env = with_s3(production(tmp_path, pg_url), s3_server, typo)
+
+        refused = craig("attachments", "discard", "--id", str(odd.id), env=env)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        [line] = [x for x in refused.stderr.splitlines() if x.startswith("craig: ")]
+        assert "the object store cannot be used, so nothing was discarded" in line and typo in line
+        assert not s3_server.client().bucket_exists(typo)  # an operator's command never makes one
+        async with db.transaction() as conn:
+            status = (await conn.execute(text("SELECT object_status FROM contact_attachments"))).all()
+        assert status == [("failed",)] and await operator_entries(pg_url) == []
     finally:
         await db.dispose()
 
@@ -149,7 +174,8 @@ async def test_failed_send_jobs_are_listed_and_retried(tmp_path: Path, pg_url: s
         retried = craig("exchange", "retry", "--id", str(jobs[0].id), "--id", str(jobs[1].id), env=env)
         # A sent job is never touched: named on stderr, exit 1.
         assert retried.returncode == 1 and f"not retried (no such failed send job): {jobs[1].id}" in retried.stderr
-        assert retried.stdout.startswith("1 retried\n") and f"{jobs[0].id}  status=pending" in retried.stdout
+        assert retried.stdout.startswith(f"retried {jobs[0].id}  status=pending")
+        assert retried.stdout.endswith("\n1 retried\n")
 
         uow = backend.uow()
         async with uow:

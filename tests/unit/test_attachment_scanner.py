@@ -11,7 +11,7 @@ import pytest
 
 from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
 from craig.usecases.attachments.failed_attachments import FailedAttachments
 from tests.support.casework import World, person
@@ -204,18 +204,27 @@ async def test_the_sweep_never_deletes_the_blob_of_a_retry_that_made_its_row_aga
     assert await world.store.head(retried.object_key) == 5  # the retry's blob is there
 
 
-async def test_a_discard_with_the_store_down_deletes_the_row_and_the_sweep_removes_its_object(world: World) -> None:
-    odd = await pending_row(world, "odd.txt")
-    await world.store.put(odd.object_key, b"1234567", "text/plain")
+async def failed_rows(world: World, count: int) -> list[Attachment]:
+    rows = [await pending_row(world, f"odd{n}.txt") for n in range(count)]
+    for row in rows:
+        await world.store.put(row.object_key, b"1234567", "text/plain")
     world.clock.advance(GRACE + timedelta(seconds=1))
-    assert (await scanner(world).run_once()).mismatched == 1
+    assert (await scanner(world).run_once()).mismatched == count
+    return rows
+
+
+async def test_a_discard_with_the_store_down_deletes_the_row_and_the_sweep_removes_its_object(world: World) -> None:
+    [odd] = await failed_rows(world, 1)
     failed = FailedAttachments(world.store, world.uow, REGISTERED_TABLES)
     [listed] = await failed.failed(10)
     assert (listed.table, listed.row.id, listed.row.size) == ("contact_attachments", odd.id, 5)
 
     world.store.available = False
-    [done] = await failed.discard([odd.id, odd.id])  # an id given twice is discarded once
-    assert done.attachment == listed and not done.object_removed
+    [done] = [d async for d in failed.discard([odd.id, odd.id])]  # an id given twice is discarded once
+    assert (
+        done.attachment == listed
+        and done.object_left == "object store is unavailable: memory object store switched off"
+    )
     assert await statuses(world) == {} and await failed.failed(10) == []
 
     world.store.available = True
@@ -223,4 +232,44 @@ async def test_a_discard_with_the_store_down_deletes_the_row_and_the_sweep_remov
     world.clock.advance(GRACE + timedelta(seconds=1))
     assert (await scanner(world).run_once()).orphans_removed == 1
     assert await world.store.head(odd.object_key) is None
-    assert await failed.discard([odd.id]) == []  # discarded already: nothing to do
+    assert [d async for d in failed.discard([odd.id])] == []  # discarded already: nothing to do
+
+
+class RefusingDeletes(MemoryObjectStore):
+    """A store whose credentials may read and list but not delete."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__(clock)
+        self.deletes = 0
+
+    async def delete(self, key: str) -> None:
+        self.deletes += 1
+        raise ObjectStoreDefect("S3: AccessDenied")
+
+
+async def test_a_store_that_refuses_deletes_is_asked_once_and_every_row_is_still_discarded(world: World) -> None:
+    rows = await failed_rows(world, 3)
+    store = RefusingDeletes(world.clock)
+    discarded = [d async for d in FailedAttachments(store, world.uow, REGISTERED_TABLES).discard([r.id for r in rows])]
+    assert sorted(d.attachment.row.id for d in discarded) == sorted(r.id for r in rows)
+    refused = "object store refused the operation: S3: AccessDenied"
+    assert [d.object_left for d in discarded] == [refused, *[f"not tried after an earlier failure: {refused}"] * 2]
+    assert store.deletes == 1 and await statuses(world) == {}
+
+
+async def test_a_discard_stopped_before_the_row_went_leaves_it_listed(world: World) -> None:
+    """Stopped while its object is deleted (Ctrl-C), a row is neither deleted nor reported: it
+    stays failed and listed, to be discarded again."""
+    [odd] = await failed_rows(world, 1)
+
+    class Interrupted(MemoryObjectStore):
+        async def delete(self, key: str) -> None:
+            await super().delete(key)
+            raise KeyboardInterrupt
+
+    failed = FailedAttachments(Interrupted(world.clock), world.uow, REGISTERED_TABLES)
+    with pytest.raises(KeyboardInterrupt):
+        [d async for d in failed.discard([odd.id])]
+    assert [f.row.id for f in await failed.failed(10)] == [odd.id]
+    [done] = [d async for d in FailedAttachments(world.store, world.uow, REGISTERED_TABLES).discard([odd.id])]
+    assert done.object_left is None and await statuses(world) == {}

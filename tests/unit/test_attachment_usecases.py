@@ -15,6 +15,7 @@ from craig.domain.attachments import EmptyUpload, ObjectStatus, UploadContentMis
 from craig.domain.errors import Conflict, NotFound
 from craig.ports.errors import ObjectStoreUnavailable
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner, OpenAttachment, UploadAttachment
+from craig.usecases.attachments.failed_attachments import FailedAttachments
 from tests.support.casework import World, person
 from tests.support.files import EXE_HEADER, png_bytes
 
@@ -214,6 +215,12 @@ async def test_a_failed_row_is_a_conflict_for_its_retries(world: World) -> None:
         await uow.commit()
     with pytest.raises(Conflict):
         await _upload(world.upload(), ann, case, contact, attachment_id=retry_id)
+    # Once an operator discarded it, the same retry uploads again, under the same id.
+    discarded = [d async for d in FailedAttachments(world.store, world.uow, REGISTERED_TABLES).discard([retry_id])]
+    assert [d.attachment.row.id for d in discarded] == [retry_id]
+    again = await _upload(world.upload(), ann, case, contact, attachment_id=retry_id)
+    assert again.id == retry_id and again.object_status is ObjectStatus.PRESENT
+    assert again.object_key != discarded[0].attachment.row.object_key
 
 
 class HangingPut(MemoryObjectStore):

@@ -153,6 +153,10 @@ class MemoryAttachmentRepository(AttachmentRepository):
         rows = sorted(await self._rows(ObjectStatus.FAILED), key=lambda row: (row.created_at, row.id))
         return [await self._with_case(row) for row in rows[:limit]]
 
+    async def failed_row(self, row_id: UUID) -> PendingObject | None:
+        row: AttachmentRow | None = (await self.session.tx()).get(ATTACHMENTS, row_id)
+        return None if row is None or row.object_status is not ObjectStatus.FAILED else await self._with_case(row)
+
     async def delete_failed(self, row_id: UUID) -> PendingObject | None:
         tx = await self.session.tx()
         row: AttachmentRow | None = tx.get(ATTACHMENTS, row_id)

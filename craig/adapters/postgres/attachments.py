@@ -77,6 +77,12 @@ _FAILED = text(
      WHERE a.object_status = 'failed' ORDER BY a.created_at, a.id LIMIT :limit
     """
 )
+_FAILED_ROW = text(
+    f"""
+    SELECT {_SCANNED} FROM contact_attachments a JOIN contacts c ON c.id = a.contact_id
+     WHERE a.id = :id AND a.object_status = 'failed'
+    """
+)
 _DELETE_FAILED = text(
     f"""
     DELETE FROM contact_attachments a USING contacts c
@@ -174,6 +180,10 @@ class PostgresAttachmentRepository(AttachmentRepository):
 
     async def failed_rows(self, limit: int) -> Sequence[PendingObject]:
         return [_scanned(r) for r in (await self.session.execute(_FAILED, {"limit": limit})).mappings()]
+
+    async def failed_row(self, row_id: UUID) -> PendingObject | None:
+        row = (await self.session.execute(_FAILED_ROW, {"id": row_id})).mappings().first()
+        return None if row is None else _scanned(row)
 
     async def delete_failed(self, row_id: UUID) -> PendingObject | None:
         row = (await self.session.execute(_DELETE_FAILED, {"id": row_id})).mappings().first()

@@ -9,9 +9,10 @@ import click
 
 from craig.domain.constants import FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
+from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, run
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
+from craig.ports.errors import PortError
 from craig.usecases.attachments.failed_attachments import FailedAttachment
 
 
@@ -60,23 +61,39 @@ def failed(limit: int) -> int:
     help="A failed attachment's id, as `craig attachments failed` lists it (repeat for more).",
 )
 def discard(ids: tuple[uuid.UUID, ...]) -> int:
-    """Delete failed attachments for good: each row with its audit entry (attachment_discard) in
-    one transaction, then its object. Only rows that are failed: a pending or present attachment
-    is never touched. An object the store did not delete is removed by the scanner's orphan
-    sweep. The discarded attachments are listed on stdout."""
+    """Delete failed attachments for good: each one's object, then its row with its audit entry
+    (attachment_discard) in one transaction. Only rows that are failed: a pending or present
+    attachment is never touched. An object the store would not delete is left to the scanner's
+    orphan sweep (after one such failure the store is not tried again). Each discarded
+    attachment is printed on stdout as soon as its row is gone, then the count."""
     return run(discard_failed_attachments(bootstrap(), list(ids)))
 
 
 async def discard_failed_attachments(container: Container, ids: Sequence[uuid.UUID]) -> int:
-    """The command: discard, the removed attachments on stdout; an id not removed on stderr (exit 1)."""
-    async with running(container, parts=("database", "object_store")):
-        discarded = await container.failed_attachments().discard(ids)
+    """The command: discard, each attachment on stdout as soon as its row is gone; an id not
+    discarded on stderr (exit 1). The object store is checked first, as it is, without creating
+    its bucket: a mistyped bucket stops the command before anything is deleted."""
+    async with running(container, parts=("database",)):
+        try:
+            await container.object_store().ping()
+        except PortError as error:
+            raise Refused(
+                f"the object store cannot be used, so nothing was discarded: {error} (check CRAIG_OBJECT_STORE__*)"
+            ) from error
+        discarded: set[uuid.UUID] = set()
+        async for done in container.failed_attachments().discard(ids):
+            row = done.attachment.row
+            discarded.add(row.id)
+            if done.object_left is None:
+                outcome = "object deleted"
+            else:
+                outcome = f"object left for the scanner's orphan sweep: {done.object_left}"
+            echo(
+                f"discarded {row.id}  table={done.attachment.table} contact={row.parent_id} "
+                f"object={row.object_key} ({outcome})"
+            )
     echo(f"{len(discarded)} discarded")
-    for done in discarded:
-        row = done.attachment.row
-        removed = "removed" if done.object_removed else "left for the scanner's orphan sweep"
-        echo(f"{row.id}  table={done.attachment.table} contact={row.parent_id} object={row.object_key} ({removed})")
-    missing = sorted(set(ids) - {done.attachment.row.id for done in discarded}, key=str)
+    missing = sorted(set(ids) - discarded, key=str)
     if missing:
         click.echo(f"craig: not discarded (no such failed attachment): {', '.join(map(str, missing))}", err=True)
         return ExitCode.ACTION_NEEDED

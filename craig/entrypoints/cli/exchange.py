@@ -62,16 +62,21 @@ def retry(ids: tuple[uuid.UUID, ...]) -> int:
     """Put failed send jobs back in the queue once the cause is fixed: due now, with a fresh
     attempt budget, each recorded in the audit trail (job_retry) in the same transaction. Only
     jobs that are failed: a pending, in-flight or sent job is never touched. A running worker
-    sends them within its poll interval. The retried jobs are listed on stdout."""
+    sends them within its poll interval. Each retried job is printed on stdout as soon as its
+    retry commits, then the count."""
     return run(retry_failed_send_jobs(bootstrap(), list(ids)))
 
 
 async def retry_failed_send_jobs(container: Container, ids: Sequence[uuid.UUID]) -> int:
-    """The command: retry, the retried jobs on stdout; an id not retried on stderr (exit 1)."""
+    """The command: retry, each job on stdout as soon as its retry commits; an id not retried on
+    stderr (exit 1)."""
+    retried: set[uuid.UUID] = set()
     async with running(container, parts=("database",)):
-        jobs = await container.failed_send_jobs().retry(ids)
-    _print(f"{len(jobs)} retried", jobs)
-    missing = sorted(set(ids) - {job.id for job in jobs}, key=str)
+        async for job in container.failed_send_jobs().retry(ids):
+            retried.add(job.id)
+            _print_job("retried ", job)
+    echo(f"{len(retried)} retried")
+    missing = sorted(set(ids) - retried, key=str)
     if missing:
         click.echo(f"craig: not retried (no such failed send job): {', '.join(map(str, missing))}", err=True)
         return ExitCode.ACTION_NEEDED
@@ -81,8 +86,12 @@ async def retry_failed_send_jobs(container: Container, ids: Sequence[uuid.UUID])
 def _print(heading: str, jobs: Sequence[SendJob]) -> None:
     echo(heading)
     for job in jobs:
-        failed_at = job.completed_at.isoformat() if job.completed_at else "-"
-        echo(
-            f"{job.id}  status={job.status} partner={job.partner_id} transaction={job.transaction_id} "
-            f"attempts={job.attempts} failed_at={failed_at}\n    last_error: {job.last_error or '-'}"
-        )
+        _print_job("", job)
+
+
+def _print_job(lead: str, job: SendJob) -> None:
+    failed_at = job.completed_at.isoformat() if job.completed_at else "-"
+    echo(
+        f"{lead}{job.id}  status={job.status} partner={job.partner_id} transaction={job.transaction_id} "
+        f"attempts={job.attempts} failed_at={failed_at}\n    last_error: {job.last_error or '-'}"
+    )

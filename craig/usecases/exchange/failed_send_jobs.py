@@ -11,7 +11,7 @@ operator in the same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 from uuid import UUID
 
@@ -36,12 +36,12 @@ class FailedSendJobs:
         async with uow:
             return await uow.send_jobs.failed(limit)
 
-    async def retry(self, job_ids: Sequence[UUID]) -> list[SendJob]:
+    async def retry(self, job_ids: Sequence[UUID]) -> AsyncIterator[SendJob]:
         """Put each of ``job_ids`` that is ``failed`` back in the queue, each in a transaction of
-        its own with its ``job_retry`` entry; returns them as retried. An id that is not a failed
-        job (unknown, pending, sent, retried already) changes nothing and is missing from the
-        result. Of two operators retrying one job at once, one retries and records it."""
-        retried: list[SendJob] = []
+        its own with its ``job_retry`` entry, yielding it as retried as soon as it commits (a
+        caller stopped half way has reported every job it retried). An id that is not a failed
+        job (unknown, pending, sent, retried already) changes nothing and is not yielded. Of two
+        operators retrying one job at once, one retries and records it."""
         for job_id in sorted(set(job_ids), key=str):
             uow = self.uow_factory()
             async with uow:
@@ -50,5 +50,4 @@ class FailedSendJobs:
                     continue
                 await uow.audit.append([operator_entry(AuditAction.JOB_RETRY, SEND_JOB, job.id)])
                 await uow.commit()
-            retried.append(job)
-        return retried
+            yield job
