@@ -9,10 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from craig.domain.access import Role
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
 
 pytestmark = pytest.mark.integration
+
+#: A referral the public form accepts, as JSON text.
+REFERRAL = b'{"reporter": {"name": "Olive"}, "child": {"first_name": "Rosalind"}, "concern": "left alone all night"}'
 
 
 @pytest.fixture(params=["memory", "postgres"])
@@ -40,3 +44,42 @@ async def test_malformed_bodies_are_4xx_problems(api: tuple[Container, httpx.Asy
     response = await client.post("/v1/cases", content=body, headers=headers)
     assert 400 <= response.status_code < 500
     assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "application/xml"],
+)
+async def test_a_json_body_not_sent_as_json_is_415_and_never_read(
+    api: tuple[Container, httpx.AsyncClient], content_type: str | None
+) -> None:
+    """What a web page can make its visitors' browsers send anywhere without a CORS preflight
+    (``text/plain``, a form, a Blob without a type) is refused before it is read: on the
+    anonymous intake form and on an authenticated write alike, and nothing is written."""
+    container, client = api
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    intake = await client.post("/intake/referrals", content=REFERRAL, headers=headers)
+    case = await client.post("/v1/cases", content=b'{"title": "Roe family"}', headers={**auth(container), **headers})
+    for response in (intake, case):
+        assert response.status_code == 415, response.text
+        problem = response.json()
+        assert problem["type"].endswith("/problems/unsupported-media-type")
+        assert "application/json" in problem["detail"]
+    listed = await client.get("/v1/cases", headers=auth(container))
+    assert listed.json()["items"] == []
+    referrals = await client.get("/v1/referrals", headers=auth(container, role=Role.SCREENER))
+    assert referrals.json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "application/merge-patch+json"]
+)
+async def test_json_and_structured_json_types_are_read(
+    api: tuple[Container, httpx.AsyncClient], content_type: str
+) -> None:
+    container, client = api
+    headers = {**auth(container), "Content-Type": content_type}
+    response = await client.post("/v1/cases", content=b'{"title": "Roe family"}', headers=headers)
+    assert response.status_code == 201, response.text
+    intake = await client.post("/intake/referrals", content=REFERRAL, headers={"Content-Type": content_type})
+    assert intake.status_code == 202, intake.text

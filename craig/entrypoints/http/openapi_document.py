@@ -18,6 +18,7 @@ from typing import Any
 from craig.entrypoints.http import openapi_parts as parts
 from craig.entrypoints.http.api_contract import ANY_ROLE, Contract
 from craig.entrypoints.http.problem_types import BY_CODE
+from craig.entrypoints.http.problems import is_json_media_type
 
 PROTECTED_PREFIX = "/v1/"
 IDEMPOTENT_PREFIXES = ("/v1/", "/intake/")
@@ -49,6 +50,8 @@ def _problems(
         codes.append("not-found")
     if "requestBody" in operation:
         codes.append("body-too-large")
+        if any(is_json_media_type(media) for media in operation["requestBody"].get("content", {})):
+            codes.append("unsupported-media-type")
     if "per_page" in names:
         codes.append("invalid-input")
     if idempotent:

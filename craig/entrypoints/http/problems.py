@@ -105,9 +105,22 @@ def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] 
 TOO_DEEPLY_NESTED = "the body is nested too deeply to be read"
 
 
+def is_json_media_type(media_type: str) -> bool:
+    """``application/json`` or a structured ``+json`` type (``application/problem+json``)."""
+    media_type = media_type.strip().lower()
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
 class ProblemRequest(Request[Any, Any, Any]):
-    """Litestar's request, except that a body nested too deeply to decode is the client's fault:
-    a 400 ``invalid-request`` like any other unreadable body, not a 500.
+    """Litestar's request, with two differences where a JSON body is read.
+
+    A body sent as anything but JSON (``text/plain``, a form, no ``Content-Type`` at all) is a
+    415 ``unsupported-media-type``, not read as JSON all the same: a browser sends such bodies
+    cross-site without asking the server first (a CORS "simple request"), so reading them would
+    let any web page post to the anonymous intake form with its visitors' browsers.
+
+    A body nested too deeply to decode is the client's fault: a 400 ``invalid-request`` like any
+    other unreadable body, not a 500.
 
     msgspec stops at the interpreter's recursion limit with a ``RecursionError``, which Litestar
     (it maps only ``msgspec.DecodeError``) lets through. It is caught here, where the request body
@@ -117,6 +130,13 @@ class ProblemRequest(Request[Any, Any, Any]):
     """
 
     async def json(self) -> Any:
+        media_type = self.content_type[0]
+        if not is_json_media_type(media_type):
+            sent = f"Content-Type {media_type!r}" if media_type else "no Content-Type"
+            raise HTTPException(
+                status_code=415,
+                detail=f"the body must be JSON, sent as Content-Type application/json ({sent} was sent)",
+            )
         try:
             return await super().json()
         except RecursionError:
