@@ -42,6 +42,8 @@ def _problems(
     idempotent = method in WRITE_METHODS and path.startswith(IDEMPOTENT_PREFIXES)
     if names or "requestBody" in operation:
         codes.append("invalid-request")
+    if any(p.get("in") == "query" for p in operation.get("parameters", [])):
+        codes.append("invalid-parameter")  # a query parameter given twice (query_guard)
     if protected:
         codes.append("unauthorized")
     if set(contract.roles) != set(ANY_ROLE):

@@ -1,4 +1,5 @@
-"""Every route refuses a query parameter it does not declare: 400 ``unknown-parameter`` naming it.
+"""Every route refuses a query parameter it does not declare: 400 ``unknown-parameter`` naming it,
+and one it takes once given several times: 400 ``invalid-parameter`` naming it.
 
 A typo (``?famly_name=Doe``) would otherwise be ignored silently and answer the unfiltered list.
 One ``before_request`` hook for the whole app compares the query with the parameters the route
@@ -28,8 +29,20 @@ _NOT_QUERY = (PathParameter, HeaderParameter, CookieParameter)
 @functools.lru_cache(maxsize=ROUTE_HANDLERS_CACHED)  # one entry per route handler
 def query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     """The query parameters ``handler`` declares."""
+    return frozenset(_query_fields(handler))
+
+
+@functools.lru_cache(maxsize=ROUTE_HANDLERS_CACHED)
+def repeatable_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    """Those of :func:`query_names` that take several values (a list): the only ones that may
+    be given more than once."""
+    return frozenset(name for name, field in _query_fields(handler).items() if field.is_non_string_collection)
+
+
+def _query_fields(handler: HTTPRouteHandler) -> dict[str, Any]:
+    """The query parameters ``handler`` declares, by their query name, with their field."""
     dependencies = set(handler.resolve_dependencies())
-    names = set()
+    names: dict[str, Any] = {}
     for name, field in handler.parsed_fn_signature.parameters.items():
         if name in _RESERVED or name in dependencies:
             continue
@@ -39,10 +52,10 @@ def query_names(handler: HTTPRouteHandler) -> frozenset[str]:
         if isinstance(kwarg, ParameterKwarg):
             if kwarg.header or kwarg.cookie or isinstance(kwarg, _NOT_QUERY):
                 continue
-            names.add(kwarg.query or name)
+            names[kwarg.query or name] = field
         elif kwarg is None:
-            names.add(name)
-    return frozenset(names)
+            names[name] = field
+    return names
 
 
 def _is_ours(handler: Any) -> bool:
@@ -56,12 +69,23 @@ async def refuse_unknown_query_parameters(request: Request[Any, Any, Any]) -> No
     if not isinstance(handler, HTTPRouteHandler) or not _is_ours(handler) or not request.scope.get("query_string"):
         return
     declared = query_names(handler) - set(request.path_params)
-    for name in request.query_params:
+    query = request.query_params
+    for name in query:
         if name not in declared:
             allowed = ", ".join(sorted(declared)) or "none"
             raise ProblemException(
                 400,
                 "unknown-parameter",
                 f"this route has no query parameter {name!r} (it takes: {allowed})",
+                extra={"parameter": name},
+            )
+        given = len(query.getall(name))
+        if given > 1 and name not in repeatable_names(handler):
+            # Which one would count is an accident of the parser: a filter given twice
+            # (?status=open&status=closed) would silently answer for one of them.
+            raise ProblemException(
+                400,
+                "invalid-parameter",
+                f"give the query parameter {name!r} once (it was given {given} times)",
                 extra={"parameter": name},
             )
