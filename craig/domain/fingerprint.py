@@ -283,11 +283,21 @@ def _field(text: str) -> bytes:
     return len(data).to_bytes(8, "big") + data
 
 
-def fingerprint(content_type: str | None, body: bytes) -> str:
-    """SHA-256 (hex) of the canonical form of a request body."""
+def is_json_media_type(media_type: str) -> bool:
+    """``application/json`` or a structured ``+json`` type (``application/merge-patch+json``):
+    what the API reads as JSON, and so what is fingerprinted as JSON."""
+    media_type = media_type.strip().lower()
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+def fingerprint(content_type: str | None, body: bytes, query: bytes = b"") -> str:
+    """SHA-256 (hex) of the canonical form of a request body, and of its query string when it has
+    one (a request without one keeps the fingerprint it always had)."""
     media = (content_type or "").split(";")[0].strip().lower()
     digest = hashlib.sha256()
-    if media == "application/json" or media.endswith("+json"):
+    if query:
+        digest.update(b"query\x00" + _field(query.decode("latin-1")))
+    if is_json_media_type(media):
         try:
             digest.update(b"json\x00" + canonical_json(body))
             return digest.hexdigest()

@@ -179,7 +179,7 @@ async def test_a_form_under_another_media_type_is_refused_before_it_is_parsed(
         content=multipart(TEXT_PARTS["not utf-8"]),
         headers={**headers, "Content-Type": f"{media_type}; boundary={BOUNDARY}"},
     )
-    problem = assert_problem(response, 400, "invalid-request")
+    problem = assert_problem(response, 415, "unsupported-media-type")
     assert "multipart/form-data" in problem["detail"]
     assert_no_error_logged(logged)
     assert (await client.get(path, headers=headers)).json()["items"] == []

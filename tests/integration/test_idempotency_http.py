@@ -100,6 +100,19 @@ async def test_retry_replays_byte_for_byte(api: Api) -> None:
     assert await api.effects(n) == 1
 
 
+async def test_a_request_refused_for_its_query_string_is_not_replayed_for_the_corrected_one(api: Api) -> None:
+    """The query string is part of the fingerprint: the corrected retry is another request, and
+    the key says so (422) instead of replaying the refusal of the first."""
+    key = uuid.uuid4().hex
+    refused = await api.post("/v1/cases?bogus=1", {"title": "Doe"}, key=key)
+    assert refused.status_code == 400 and problem_code(refused.json()) == "unknown-parameter"
+    again = await api.post("/v1/cases", {"title": "Doe"}, key=key)
+    assert again.status_code == 422 and problem_code(again.json()) == "idempotency-key-reused"
+    assert "idempotent-replayed" not in again.headers
+    fresh = await api.post("/v1/cases", {"title": "Doe"}, key=uuid.uuid4().hex)
+    assert fresh.status_code == 201
+
+
 async def test_json_key_order_and_whitespace_are_the_same_body(api: Api) -> None:
     n, key = name(), name()
     await api.post(f"/v1/probe/{n}", b'{"a": 1, "b": [1.0, 2]}', key)

@@ -87,10 +87,12 @@ async def test_a_parameter_given_twice_is_a_400_naming_it(api: CaseworkApi, path
 
 def test_only_a_parameter_that_takes_a_list_may_be_repeated(tmp_path: Path) -> None:
     @get("/probe", sync_to_thread=False)
-    def probe(ids: FromQuery[list[str]], limit: FromQuery[int] = 1) -> None: ...
+    def probe(
+        ids: FromQuery[list[str]], tags: FromQuery[list[str] | None] = None, limit: FromQuery[int | None] = None
+    ) -> None: ...
 
     handler = Litestar([probe]).routes[0].route_handlers[0]
-    assert (query_names(handler), repeatable_names(handler)) == ({"ids", "limit"}, {"ids"})
+    assert (query_names(handler), repeatable_names(handler)) == ({"ids", "tags", "limit"}, {"ids", "tags"})
     # None of Craig's routes takes a list in its query today: every parameter is given once.
     app = create_app(make_container(make_settings("memory", tmp_path)), manage_runtime=False)
     handlers = [

@@ -91,6 +91,23 @@ def test_other_bodies_are_raw_bytes() -> None:
     assert fingerprint(None, b"") == fingerprint("application/octet-stream", b"")
 
 
+def test_json_is_what_the_api_reads_as_json() -> None:
+    """``text/plain+json`` is refused by the API (415), so it is not the JSON body its corrected
+    retry sends: were it fingerprinted as JSON, that retry would replay the 415."""
+    body = b'{"a": 1}'
+    assert fingerprint("application/merge-patch+json", body) == fingerprint("application/json", b'{"a":1}')
+    assert fingerprint("text/plain+json", body) != fingerprint("application/json", body)
+    assert fingerprint("text/plain+json", body) == fingerprint("text/plain", body)
+
+
+def test_the_query_string_counts_and_none_changes_nothing() -> None:
+    body = b'{"title": "Doe"}'
+    plain = fingerprint("application/json", body)
+    assert fingerprint("application/json", body, b"") == plain
+    assert fingerprint("application/json", body, b"bogus=1") != plain
+    assert fingerprint("application/json", body, b"bogus=1") != fingerprint("application/json", body, b"bogus=2")
+
+
 @given(key=st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=255))
 def test_printable_ascii_keys_are_valid(key: str) -> None:
     assert validate_key(key) == key

@@ -100,6 +100,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 key=key,
                 content_type=headers.get("content-type"),
                 body=body,
+                query=scope.get("query_string") or b"",
             )
         except InvalidIdempotencyKey as error:
             await _answer(scope, send, 400, "invalid-idempotency-key", str(error))
@@ -131,7 +132,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
                 send,
                 422,
                 "idempotency-key-reused",
-                "this Idempotency-Key was already used with a different request body; use a new key",
+                "this Idempotency-Key was already used with a different request (body, or query string); use a new key",
             )
             return
         if isinstance(decision, Busy):

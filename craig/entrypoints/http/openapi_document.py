@@ -18,7 +18,6 @@ from typing import Any
 from craig.entrypoints.http import openapi_parts as parts
 from craig.entrypoints.http.api_contract import ANY_ROLE, Contract
 from craig.entrypoints.http.problem_types import BY_CODE
-from craig.entrypoints.http.problems import is_json_media_type
 
 PROTECTED_PREFIX = "/v1/"
 IDEMPOTENT_PREFIXES = ("/v1/", "/intake/")
@@ -42,6 +41,7 @@ def _problems(
     idempotent = method in WRITE_METHODS and path.startswith(IDEMPOTENT_PREFIXES)
     if names or "requestBody" in operation:
         codes.append("invalid-request")
+    codes.append("unknown-parameter")  # every route of Craig's refuses a query parameter it does not take
     if any(p.get("in") == "query" for p in operation.get("parameters", [])):
         codes.append("invalid-parameter")  # a query parameter given twice (query_guard)
     if protected:
@@ -52,8 +52,7 @@ def _problems(
         codes.append("not-found")
     if "requestBody" in operation:
         codes.append("body-too-large")
-        if any(is_json_media_type(media) for media in operation["requestBody"].get("content", {})):
-            codes.append("unsupported-media-type")
+        codes.append("unsupported-media-type")  # a JSON body not sent as JSON, a file not as a form
     if "per_page" in names:
         codes.append("invalid-input")
     if idempotent:

@@ -24,6 +24,7 @@ from litestar.types import ExceptionHandlersMap
 
 from craig.domain.attachments import UnsupportedUploadType, UploadTooLarge
 from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound
+from craig.domain.fingerprint import is_json_media_type
 from craig.domain.versions import StaleVersion
 from craig.entrypoints.http.field_errors import BODY_PARAMETER, for_field, from_validation
 from craig.entrypoints.http.origin import request_origin
@@ -103,12 +104,6 @@ def problem_bytes(status: int, code: str, detail: str, extra: Mapping[str, Any] 
 
 #: The detail of a body nested deeper than the decoder goes.
 TOO_DEEPLY_NESTED = "the body is nested too deeply to be read"
-
-
-def is_json_media_type(media_type: str) -> bool:
-    """``application/json`` or a structured ``+json`` type (``application/problem+json``)."""
-    media_type = media_type.strip().lower()
-    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
 class ProblemRequest(Request[Any, Any, Any]):

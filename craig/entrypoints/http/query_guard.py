@@ -6,7 +6,8 @@ One ``before_request`` hook for the whole app compares the query with the parame
 handler declares (its query parameters, by their query name), read from the handler's
 signature, which Litestar keeps parsed. A malformed value of a declared parameter is Litestar's
 own 400 ``invalid-request``, which names the parameter too. Routes that are not Craig's (the
-OpenAPI document, Swagger UI) are left alone.
+OpenAPI document) are left alone; Craig's own pages (Swagger UI, the problem pages, the health
+probes) are guarded like its API.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ def query_names(handler: HTTPRouteHandler) -> frozenset[str]:
 def repeatable_names(handler: HTTPRouteHandler) -> frozenset[str]:
     """Those of :func:`query_names` that take several values (a list): the only ones that may
     be given more than once."""
-    return frozenset(name for name, field in _query_fields(handler).items() if field.is_non_string_collection)
+    return frozenset(name for name, field in _query_fields(handler).items() if _takes_a_list(field))
+
+
+def _takes_a_list(field: Any) -> bool:
+    """``list[str]``, and an optional one (``list[str] | None = None``, the usual filter)."""
+    if field.is_non_string_collection:
+        return True
+    return bool(field.is_optional) and any(
+        inner.is_non_string_collection for inner in field.inner_types if not inner.is_none_type
+    )
 
 
 def _query_fields(handler: HTTPRouteHandler) -> dict[str, Any]:

@@ -76,22 +76,37 @@ class IdempotentRequests:
 
     @staticmethod
     def claim_request(
-        *, user_sub: UUID | None, method: str, path: str, key: str, content_type: str | None, body: bytes
+        *,
+        user_sub: UUID | None,
+        method: str,
+        path: str,
+        key: str,
+        content_type: str | None,
+        body: bytes,
+        query: bytes = b"",
     ) -> ClaimRequest:
-        """Validate the key (``InvalidIdempotencyKey``) and fingerprint the body."""
+        """Validate the key (``InvalidIdempotencyKey``) and fingerprint the body and the query."""
         validate_key(key)
         return ClaimRequest(
             cache_key=cache_key(user_sub, method, path, key),
             method=method.upper(),
             path=path,
             user_sub=user_sub,
-            fingerprint=fingerprint(content_type, body),
+            fingerprint=fingerprint(content_type, body, query),
             slot_id=new_id(),
         )
 
     @classmethod
     async def prepare(
-        cls, *, user_sub: UUID | None, method: str, path: str, key: str, content_type: str | None, body: bytes
+        cls,
+        *,
+        user_sub: UUID | None,
+        method: str,
+        path: str,
+        key: str,
+        content_type: str | None,
+        body: bytes,
+        query: bytes = b"",
     ) -> ClaimRequest:
         """:meth:`claim_request`, off the event loop for a body larger than
         :data:`~craig.domain.constants.FINGERPRINT_INLINE_MAX_BYTES` (canonicalising is linear in
@@ -104,6 +119,7 @@ class IdempotentRequests:
             key=key,
             content_type=content_type,
             body=body,
+            query=query,
         )
         if len(body) <= FINGERPRINT_INLINE_MAX_BYTES:
             return claim()

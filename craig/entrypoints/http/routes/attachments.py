@@ -12,7 +12,7 @@ from litestar import HttpMethod, Request, Response, get
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
-from litestar.exceptions import ClientException
+from litestar.exceptions import ClientException, HTTPException
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
@@ -115,14 +115,14 @@ async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, 
     that a text part Litestar cannot decode (bytes that are not in the part's charset, or a
     charset Python does not know) is a 400 ``invalid-request``, not a ``UnicodeDecodeError`` or
     ``LookupError`` (500). A body that is not ``multipart/form-data`` is refused first, as a
-    400 ``invalid-request`` (what Litestar answered for most of them): Litestar would parse any
-    body with a ``boundary`` parameter as a form, whatever its media type, past this check."""
+    415 ``unsupported-media-type`` like a JSON route's body sent as anything but JSON: Litestar
+    would parse any body with a ``boundary`` parameter as a form, whatever its media type."""
     if outer is not None:
         answer = await outer(request)
         if answer is not None:
             return answer
     if request.content_type[0] != RequestEncodingType.MULTI_PART:
-        raise ClientException(_SEND_AS_FORM)
+        raise HTTPException(status_code=415, detail=_SEND_AS_FORM)
     if request.content_type[1].get("boundary"):
         try:
             await request.form()
