@@ -61,6 +61,8 @@ class AuditAction(enum.StrEnum):
     DLX_REPLAY = "dlx_replay"
     DLX_DISCARD = "dlx_discard"
     ATTACHMENT_DISCARD = "attachment_discard"
+    UNROUTED_REPLAY = "unrouted_replay"
+    UNROUTED_DISCARD = "unrouted_discard"
     KEYS_ROTATE = "keys_rotate"
     JOB_RETRY = "job_retry"
     RULE_SET_VERSION = "rule_set_version"
@@ -73,6 +75,8 @@ OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
         AuditAction.DLX_REPLAY,
         AuditAction.DLX_DISCARD,
         AuditAction.ATTACHMENT_DISCARD,
+        AuditAction.UNROUTED_REPLAY,
+        AuditAction.UNROUTED_DISCARD,
         AuditAction.KEYS_ROTATE,
         AuditAction.JOB_RETRY,
         AuditAction.RULE_SET_VERSION,

@@ -60,6 +60,7 @@ from craig.usecases.case_lifecycle.unassign_worker import UnassignWorker
 from craig.usecases.case_lifecycle.update_case import UpdateCase
 from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, OpenCase, RecordContact
 from craig.usecases.events import DeadLetterOperations
+from craig.usecases.events.unrouted_operations import UnroutedOperations
 from craig.usecases.exchange import (
     DispatchSendJob,
     GetTransaction,
@@ -270,6 +271,14 @@ class Container(containers.DeclarativeContainer):
     outbox_relay = background.outbox_relay
     subscriptions = background.subscriptions
     purge_expired = background.purge_expired
+    # Replays offer unrouted events to the consumers the worker runs (the same list).
+    unrouted_operations = providers.Factory(
+        UnroutedOperations,
+        unrouted=unrouted_events,
+        bus=event_bus,
+        subscriptions=subscriptions,
+        uow_factory=uow.provider,
+    )
 
     # --- casework: the intake queue, the case lifecycle, foster-home changes -------------------
     # Each is called with the request's unit of work, like the use cases above.

@@ -78,6 +78,16 @@ class InboxStore(Protocol):
         """Delete a dead-lettered row (an operator gave up on it); False when there is none."""
         ...
 
+    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+        """Up to ``limit`` rows of ``consumer`` neither processed nor dead-lettered, oldest due
+        first (the in-process bus's unrouted events, for operators)."""
+        ...
+
+    async def delete_waiting(self, consumer: str, event_id: UUID) -> bool:
+        """Delete a row neither processed nor dead-lettered (an unrouted event an operator
+        replayed or discarded); False when there is none."""
+        ...
+
     async def waiting(self, consumer: str) -> int:
         """Rows of ``consumer`` neither processed nor dead-lettered."""
         ...

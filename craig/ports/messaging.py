@@ -156,9 +156,20 @@ class EventBus(Publisher, Protocol):
         ...
 
 
+@attrs.frozen(kw_only=True)
+class UnroutedEvent:
+    """An event no subscription took: its envelope, or None for a message that is not an event
+    Craig can read (then ``event_type`` is ``unparseable`` and ``event_id`` the nil UUID)."""
+
+    event_id: UUID
+    event_type: str
+    envelope: EventEnvelope | None
+
+
 class UnroutedEvents(Protocol):
     """The events a bus accepted that no subscription took, kept for operators (``craig status``,
-    ``craig_unrouted_events``): an event type nobody binds, or a consumer whose queue is gone."""
+    ``craig_unrouted_events``, ``craig unrouted``): an event type nobody binds, or a consumer
+    whose queue is gone."""
 
     @property
     def location(self) -> str:
@@ -166,6 +177,22 @@ class UnroutedEvents(Protocol):
         ...
 
     async def count(self) -> int: ...
+
+    async def peek(self, limit: int) -> list[UnroutedEvent]:
+        """Up to ``limit`` of them, oldest first, without removing any."""
+        ...
+
+    async def take(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        handle: Callable[[UnroutedEvent], Awaitable[bool]],
+    ) -> list[UnroutedEvent]:
+        """Offer those of ``event_ids`` (or all), oldest first, at most ``limit``, to ``handle``
+        one at a time; each it answers True for is removed, only once it has answered, and the
+        others stay where they are. Returns the removed ones. An error in ``handle`` stops the
+        run and leaves that event and the rest in place."""
+        ...
 
 
 @attrs.frozen(kw_only=True)

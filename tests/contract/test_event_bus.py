@@ -339,3 +339,40 @@ async def test_publish_many_gives_one_outcome_per_event_and_delivers_each_once(b
         await _eventually(lambda: _count_is(unrouted, 1), "the unwanted event kept as unrouted")
     assert sorted(recorder.calls.values()) == [1] * len(wanted)
     assert set(recorder.calls) == {envelope.id for envelope in wanted}
+
+
+async def test_an_unrouted_event_is_replayed_once_a_consumer_takes_it_and_discarded_for_good(
+    bus: Container, register_queues
+) -> None:
+    """Published while no consumer took their types, two events wait as unrouted; a consumer of
+    one type is deployed: a replay delivers that one (once) and leaves the other, named; a
+    discard removes the other for good."""
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    late, nobodys = _event("late.arrival"), _event("nobody.listens")
+    unrouted = bus.unrouted_events()
+    await bus.event_bus().connect([])
+    for envelope in (late, nobodys):
+        await bus.event_bus().publish(envelope)
+    await _eventually(lambda: _count_is(unrouted, 2), "both kept as unrouted")
+    assert [(e.event_id, e.event_type) for e in await unrouted.peek(10)] == [
+        (late.id, "late.arrival"),
+        (nobodys.id, "nobody.listens"),
+    ]
+    assert await unrouted.count() == 2  # peeking put them back
+
+    subscription = Subscription("recorder", ("late.*",), recorder)
+    bus.subscriptions.override(providers.Object([subscription]))  # the consumer is deployed
+    operations = bus.unrouted_operations()
+    assert operations.consumers_of("late.arrival") == ["recorder"] and operations.consumers_of("nobody.listens") == []
+    async with consumers_running(bus, subscriptions=[subscription]):
+        report = await operations.replay(None, 10)
+        assert [e.event_id for e in report.replayed] == [late.id]
+        assert [(k.event.event_id, "no consumer" in k.why) for k in report.kept] == [(nobodys.id, True)]
+        await _eventually(lambda: _has_effect(bus, late.id), "the replayed event delivered")
+        await _eventually(lambda: _count_is(unrouted, 1), "only the event nobody takes left")
+        assert (await operations.replay([late.id], 10)).replayed == []  # gone from the unrouted events
+        gone = await operations.discard([nobodys.id, uuid.uuid4()])
+        assert [e.event_id for e in gone] == [nobodys.id]
+        await _eventually(lambda: _count_is(unrouted, 0), "none left")
+    assert recorder.calls[late.id] == 1

@@ -189,6 +189,29 @@ async def test_waiting_counts_a_consumers_undelivered_rows(backend: Backend) -> 
         await uow.commit()
     assert await store.waiting("c") == 1
     assert await store.waiting("nobody") == 0
+    assert [r.event_id for r in await store.waiting_rows("c", 10)] == [waiting.id]
+    assert await store.waiting_rows("nobody", 10) == []
+
+
+async def test_only_a_waiting_row_is_deleted_as_one(backend: Backend) -> None:
+    store = inbox(backend)
+    first, second, done, dead = event(), event(), event(), event()
+    for envelope in (first, second, done, dead):
+        await store.enqueue("c", envelope, "q.c")
+        await backend.sleep(0.002)  # distinct arrival times, on the fake clock too
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", done, "q.c")
+        await uow.inbox.mark_processed("c", done.id)
+        await uow.inbox.begin_attempt("c", dead, "q.c")
+        await uow.inbox.record_failure("c", dead.id, "poison", retry_in=None)
+        await uow.commit()
+    assert [r.event_id for r in await store.waiting_rows("c", 1)] == [first.id]  # oldest first
+    assert not await store.delete_waiting("c", done.id) and not await store.delete_waiting("c", dead.id)
+    assert not await store.delete_waiting("other", first.id)
+    assert await store.delete_waiting("c", first.id) and not await store.delete_waiting("c", first.id)
+    assert [r.event_id for r in await store.waiting_rows("c", 10)] == [second.id]
+    assert [r.event_id for r in await store.dead_letters(10)] == [dead.id]
 
 
 async def test_unrouted_rows_are_purged_after_the_retention_and_other_waiting_rows_never(backend: Backend) -> None:

@@ -145,3 +145,27 @@ async def test_dlx_discard_records_the_ids_asked_for_and_names_those_it_did_not_
     assert await operator_entries(pg_url) == [operator("dlx_discard", "dead_letter", None, ids)]
     without_id = craig("dlx", "discard", env=env)
     assert without_id.returncode == 2 and "--id" in without_id.stderr
+
+
+async def test_unrouted_commands_record_the_ids_asked_for_and_name_those_they_did_not_find(
+    tmp_path: Path, pg_url: str, rabbit_url: str, broker_names: BrokerNames
+) -> None:
+    """``craig unrouted`` as processes on the real broker: an empty unrouted queue lists nothing,
+    and a replay or a discard of ids it does not hold is recorded all the same and names them."""
+    broker_names.queue("unrouted")
+    env = with_broker(production(tmp_path, pg_url), rabbit_url, broker_names)
+    listed = craig("unrouted", "list", env=env)
+    assert listed.returncode == 0 and listed.stdout == "0 unrouted events\n", listed.stderr
+    ids = sorted(str(uuid.uuid4()) for _ in range(2))
+    replayed = craig("unrouted", "replay", "--id", ids[1], "--id", ids[0], env=env)
+    assert replayed.returncode == 1 and replayed.stdout == "0 replayed\n", replayed.stderr
+    assert f"not replayed (no such unrouted event): {ids[0]}, {ids[1]}" in replayed.stderr
+    every = craig("unrouted", "replay", "--all", env=env)
+    assert every.returncode == 0 and every.stdout == "0 replayed\n", every.stderr
+    discarded = craig("unrouted", "discard", "--id", ids[0], env=env)
+    assert discarded.returncode == 1 and f"not discarded (no such unrouted event): {ids[0]}" in discarded.stderr
+    assert await operator_entries(pg_url) == [
+        operator("unrouted_replay", "unrouted_event", None, ids),
+        operator("unrouted_replay", "unrouted_event", "all"),
+        operator("unrouted_discard", "unrouted_event", None, [ids[0]]),
+    ]

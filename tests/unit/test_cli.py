@@ -57,7 +57,19 @@ def test_the_manual(capsys: pytest.CaptureFixture[str]) -> None:
         "  130  interrupted",
     ):
         assert expected in manual, expected
-    for name in ("serve", "worker", "db", "token", "status", "dlx", "attachments", "exchange", "config", "keys"):
+    for name in (
+        "serve",
+        "worker",
+        "db",
+        "token",
+        "status",
+        "dlx",
+        "unrouted",
+        "attachments",
+        "exchange",
+        "config",
+        "keys",
+    ):
         assert f"  {name} " in manual, name
 
 
@@ -80,6 +92,9 @@ def test_every_command_and_option_has_help_and_every_command_its_exit_codes(
         "craig attachments discard",
         "craig exchange failed",
         "craig exchange retry",
+        "craig unrouted list",
+        "craig unrouted replay",
+        "craig unrouted discard",
     }
     for path, command in found.items():
         assert command.help, path
@@ -126,6 +141,9 @@ SOME_ID = str(uuid.uuid4())
         (["attachments", "discard", "--id", "42"], "is not a valid UUID"),
         (["attachments", "failed", "--limit", "10001"], "--limit"),
         (["exchange", "retry"], "Missing option '--id'"),
+        (["unrouted", "replay"], "--id EVENT_ID (once or more) or --all"),
+        (["unrouted", "replay", "--all", "--id", SOME_ID], "not both"),
+        (["unrouted", "discard"], "Missing option '--id'"),
         (["exchange", "failed", "--limit", "0"], "--limit"),
         (["serve", "--port", "70000"], "--port"),
         (["db", "downgrade"], "Missing argument 'REVISION'"),

@@ -39,6 +39,7 @@ from craig.ports.messaging import (
     Delivery,
     EventBus,
     Subscription,
+    UnroutedEvent,
     UnroutedEvents,
     publish_each,
     unambiguous,
@@ -194,6 +195,33 @@ class InboxUnroutedEvents(UnroutedEvents):
 
     async def count(self) -> int:
         return await self.inbox.waiting(UNROUTED)
+
+    async def peek(self, limit: int) -> list[UnroutedEvent]:
+        return [_unrouted(record) for record in await self.inbox.waiting_rows(UNROUTED, limit)]
+
+    async def take(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        handle: Callable[[UnroutedEvent], Awaitable[bool]],
+    ) -> list[UnroutedEvent]:
+        wanted = set(event_ids) if event_ids is not None else None
+        scan = INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS if wanted is not None else limit
+        events = [_unrouted(r) for r in await self.inbox.waiting_rows(UNROUTED, scan)]
+        chosen = [e for e in events if wanted is None or e.event_id in wanted][:limit]
+        removed: list[UnroutedEvent] = []
+        for event in chosen:
+            # The row is the event: removed once handled (a crash in between offers it again,
+            # and a replay's re-publish is deduplicated by the consumers' inbox rows).
+            if await handle(event) and await self.inbox.delete_waiting(UNROUTED, event.event_id):
+                removed.append(event)
+        return removed
+
+
+def _unrouted(record: InboxRecord) -> UnroutedEvent:
+    if record.envelope is None:
+        return UnroutedEvent(event_id=record.event_id, event_type="unparseable", envelope=None)
+    return UnroutedEvent(event_id=record.event_id, event_type=record.envelope.type, envelope=record.envelope)
 
 
 async def _delivered(delivery: Delivery, envelope: EventEnvelope, queue: str) -> None:

@@ -153,6 +153,22 @@ class MemoryInboxStore(InboxStore):
             tx.delete(TABLE, (consumer, event_id))
             return True
 
+    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+        async with self.db.transaction() as tx:
+            rows: list[InboxRow] = tx.select(
+                TABLE, lambda r: r.consumer == consumer and r.processed_at is None and r.failed_at is None
+            )
+        rows.sort(key=lambda r: (r.next_attempt_at, r.event_id))
+        return [r.record() for r in rows[:limit]]
+
+    async def delete_waiting(self, consumer: str, event_id: UUID) -> bool:
+        async with self.db.transaction() as tx:
+            row: InboxRow | None = tx.get(TABLE, (consumer, event_id))
+            if row is None or row.processed_at is not None or row.failed_at is not None:
+                return False
+            tx.delete(TABLE, (consumer, event_id))
+            return True
+
     async def waiting(self, consumer: str) -> int:
         async with self.db.transaction() as tx:
             rows = tx.select(TABLE, lambda r: r.consumer == consumer and r.processed_at is None and r.failed_at is None)

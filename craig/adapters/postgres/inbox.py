@@ -92,6 +92,16 @@ _STATS = text(
 )
 _DEAD_COUNT = BoundedCount("event_inbox", "failed_at IS NOT NULL", "failed_at")
 _PROCESSED_COUNT = BoundedCount("event_inbox", "processed_at IS NOT NULL", "processed_at")
+# In the order of idx_event_inbox_due (an unrouted row's next_attempt_at is its arrival).
+_WAITING_ROWS = text(
+    f"""SELECT {_COLUMNS} FROM event_inbox
+         WHERE consumer = :consumer AND processed_at IS NULL AND failed_at IS NULL
+         ORDER BY next_attempt_at, event_id LIMIT :limit"""
+)
+_DELETE_WAITING = text(
+    "DELETE FROM event_inbox WHERE consumer = :consumer AND event_id = :event_id "
+    "AND processed_at IS NULL AND failed_at IS NULL RETURNING event_id"
+)
 _WAITING = text(
     "SELECT count(*) FROM event_inbox WHERE consumer = :consumer AND processed_at IS NULL AND failed_at IS NULL"
 )
@@ -213,6 +223,16 @@ class PostgresInboxStore(InboxStore):
     async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
         async with self.database.transaction() as conn:
             found = await conn.execute(_DISCARD_DEAD, {"consumer": consumer, "event_id": event_id})
+            return found.first() is not None
+
+    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+        async with self.database.transaction() as conn:
+            rows = await conn.execute(_WAITING_ROWS, {"consumer": consumer, "limit": limit})
+            return [_record(r) for r in rows.mappings()]
+
+    async def delete_waiting(self, consumer: str, event_id: UUID) -> bool:
+        async with self.database.transaction() as conn:
+            found = await conn.execute(_DELETE_WAITING, {"consumer": consumer, "event_id": event_id})
             return found.first() is not None
 
     async def waiting(self, consumer: str) -> int:

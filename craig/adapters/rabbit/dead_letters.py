@@ -54,6 +54,26 @@ def _info(message: AbstractIncomingMessage, prefix: str) -> DeadLetterInfo:
     )
 
 
+async def take_messages(queue: Any, limit: int) -> list[AbstractIncomingMessage]:
+    """Up to ``limit`` messages of ``queue``, taken without acknowledging them: each must end
+    acknowledged (removed) or given back with :func:`put_back`."""
+    taken: list[AbstractIncomingMessage] = []
+    while len(taken) < limit:
+        message = await queue.get(no_ack=False, fail=False)
+        if message is None:
+            break
+        taken.append(message)
+    return taken
+
+
+async def put_back(messages: Sequence[AbstractIncomingMessage]) -> None:
+    """Give ``messages`` back to their queue (``nack(requeue=True)``), last first, so RabbitMQ
+    puts them back in their order, whatever fails meanwhile."""
+    for message in reversed(messages):
+        with contextlib.suppress(Exception):
+            await message.nack(requeue=True)
+
+
 def _kept(info: DeadLetterInfo, why: str) -> None:
     log.warning(
         f"dead letter not replayed, it stays in the dead-letter queue: {why} (a stopped instance's "
@@ -78,23 +98,14 @@ class RabbitDeadLetters(DeadLetterQueue):
         return int(declared.message_count or 0)
 
     async def _take_all(self, limit: int) -> list[AbstractIncomingMessage]:
-        queue = await self._queue()
-        taken: list[AbstractIncomingMessage] = []
-        while len(taken) < limit:
-            message = await queue.get(no_ack=False, fail=False)
-            if message is None:
-                break
-            taken.append(message)
-        return taken
+        return await take_messages(await self._queue(), limit)
 
     async def peek(self, limit: int) -> list[DeadLetterInfo]:
         taken = await self._take_all(RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES)
         try:
             letters = sorted((_info(m, self.bus.prefix) for m in taken), key=lambda info: info.event_id)
         finally:
-            for message in reversed(taken):
-                with contextlib.suppress(Exception):
-                    await message.nack(requeue=True)
+            await put_back(taken)
         return letters[:limit]
 
     async def replay(
@@ -141,9 +152,7 @@ class RabbitDeadLetters(DeadLetterQueue):
                 await message.ack()
                 done.append(info)
         finally:
-            for message in reversed(rest):
-                with contextlib.suppress(Exception):
-                    await message.nack(requeue=True)
+            await put_back(rest)
         return done
 
     async def discard(self, event_ids: Sequence[UUID], queue: str | None = None) -> list[DeadLetterInfo]:

@@ -1,11 +1,39 @@
-"""The unrouted queue on RabbitMQ: events no subscription's queue took, for ``craig status``."""
+"""The unrouted queue on RabbitMQ: events no subscription's queue took, for ``craig status`` and
+``craig unrouted``.
+
+Events are read with ``basic.get`` without acknowledging; the ones not taken are given back with
+``nack(requeue=True)``. One that ``take``'s handler accepts (a replay re-published it, confirmed,
+or an operator discarded it) is acknowledged only then, so a crash in between leaves it here:
+offered again, and a replay's second publish is deduplicated by the consumers' inbox rows.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+import attrs
+from aio_pika.abc import AbstractIncomingMessage
 from faststream.rabbit import RabbitQueue
 
 from craig.adapters.rabbit.bus import RabbitEventBus
-from craig.ports.messaging import UnroutedEvents
+from craig.adapters.rabbit.dead_letters import put_back, take_messages
+from craig.domain.constants import RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES
+from craig.domain.events import EventEnvelope
+from craig.ports.messaging import UnroutedEvent, UnroutedEvents
+
+
+def _event(message: AbstractIncomingMessage) -> UnroutedEvent:
+    try:
+        envelope = EventEnvelope.from_json(json.loads(message.body))
+    except Exception:
+        return UnroutedEvent(event_id=UUID(int=0), event_type="unparseable", envelope=None)
+    traceparent = (message.headers or {}).get("traceparent")
+    if isinstance(traceparent, str) and traceparent:  # the trace the event was published in
+        envelope = attrs.evolve(envelope, traceparent=traceparent)
+    return UnroutedEvent(event_id=envelope.id, event_type=envelope.type, envelope=envelope)
 
 
 class RabbitUnroutedEvents(UnroutedEvents):
@@ -19,8 +47,40 @@ class RabbitUnroutedEvents(UnroutedEvents):
             return f"{where} (by the relay: {self.bus.events.name} has no alternate exchange, see the log)"
         return where
 
-    async def count(self) -> int:
+    async def _queue(self) -> Any:
         await self.bus.connect([])
-        queue = await self.bus.broker.declare_queue(RabbitQueue(self.bus.unrouted_queue, durable=True))
-        declared = await queue.declare()  # a fresh declare: the cached result is stale
+        return await self.bus.broker.declare_queue(RabbitQueue(self.bus.unrouted_queue, durable=True))
+
+    async def count(self) -> int:
+        declared = await (await self._queue()).declare()  # a fresh declare: the cached result is stale
         return int(declared.message_count or 0)
+
+    async def peek(self, limit: int) -> list[UnroutedEvent]:
+        taken = await take_messages(await self._queue(), limit)
+        try:
+            return [_event(message) for message in taken]
+        finally:
+            await put_back(taken)
+
+    async def take(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        handle: Callable[[UnroutedEvent], Awaitable[bool]],
+    ) -> list[UnroutedEvent]:
+        wanted = set(event_ids) if event_ids is not None else None
+        # All of them, or as many as asked for: an event another handler re-published into this
+        # queue during the run (still unrouted) comes after them and is not offered again.
+        taken = await take_messages(await self._queue(), RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES if wanted else limit)
+        removed: list[UnroutedEvent] = []
+        try:
+            for message in taken:
+                if len(removed) >= limit:
+                    break
+                event = _event(message)
+                if (wanted is None or event.event_id in wanted) and await handle(event):
+                    await message.ack()
+                    removed.append(event)
+        finally:
+            await put_back([message for message in taken if not message.processed])  # whatever happened
+        return removed

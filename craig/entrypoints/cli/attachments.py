@@ -9,7 +9,7 @@ import click
 
 from craig.domain.constants import FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, run
+from craig.entrypoints.cli.common import ExitCode, Refused, echo, exit_codes, ids_option, limit_option, run
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
 from craig.ports.errors import PortError
@@ -26,14 +26,7 @@ def attachments_group() -> None:
 
 
 @attachments_group.command("failed", epilog=exit_codes())
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1, max=FAILED_LIST_MAX_LIMIT),
-    default=FAILED_LIST_DEFAULT_LIMIT,
-    show_default=True,
-    metavar="N",
-    help="At most this many.",
-)
+@limit_option(FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT)
 def failed(limit: int) -> int:
     """List failed attachments, oldest first: id, case, contact, size declared, object key.
     Reaches the database only."""
@@ -51,15 +44,7 @@ def failed(limit: int) -> int:
 @attachments_group.command(
     epilog=exit_codes(action_needed="an --id given was not discarded (named on stderr): not a failed attachment")
 )
-@click.option(
-    "--id",
-    "ids",
-    type=click.UUID,
-    multiple=True,
-    required=True,
-    metavar="ATTACHMENT_ID",
-    help="A failed attachment's id, as `craig attachments failed` lists it (repeat for more).",
-)
+@ids_option("ATTACHMENT_ID", "A failed attachment's id, as `craig attachments failed` lists it", required=True)
 def discard(ids: tuple[uuid.UUID, ...]) -> int:
     """Delete failed attachments for good: each one's object, then its row with its audit entry
     (attachment_discard) in one transaction. Only rows that are failed: a pending or present

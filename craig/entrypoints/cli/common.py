@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import click
 
@@ -50,3 +50,41 @@ def run(coro: Coroutine[Any, Any, int]) -> int:
 
 def echo(text: str = "") -> None:
     click.echo(text)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def limit_option(default: int, maximum: int | None = None) -> Callable[[F], F]:
+    """``--limit N``: at most this many (1 to ``maximum``)."""
+    return click.option(
+        "--limit",
+        type=click.IntRange(min=1, max=maximum),
+        default=default,
+        show_default=True,
+        metavar="N",
+        help="At most this many.",
+    )
+
+
+def ids_option(metavar: str, what: str, *, required: bool) -> Callable[[F], F]:
+    """``--id ID`` (repeatable), collected as ``ids``: ``what`` names one."""
+    return click.option(
+        "--id",
+        "ids",
+        type=click.UUID,
+        multiple=True,
+        required=required,
+        metavar=metavar,
+        help=f"{what} (repeat for more).",
+    )
+
+
+def ids_or_all(ids: tuple[Any, ...], every: bool) -> list[Any] | None:
+    """What ``--id ID ...`` or ``--all`` chose: the ids, or None for all (a usage error unless
+    exactly one of the two was given)."""
+    if ids and every:
+        raise click.UsageError("give --id EVENT_ID or --all, not both")
+    if not ids and not every:
+        raise click.UsageError("say which: --id EVENT_ID (once or more) or --all")
+    return None if every else list(ids)

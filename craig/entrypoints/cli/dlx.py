@@ -11,7 +11,7 @@ import click
 
 from craig.domain.constants import DLX_LIST_DEFAULT_LIMIT, DLX_REPLAY_DEFAULT_LIMIT
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
+from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, ids_option, ids_or_all, limit_option, run
 from craig.entrypoints.cli.progress import ProgressBar
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
@@ -31,14 +31,7 @@ def dlx() -> None:
 
 
 @dlx.command("list", epilog=exit_codes())
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=DLX_LIST_DEFAULT_LIMIT,
-    show_default=True,
-    metavar="N",
-    help="At most this many.",
-)
+@limit_option(DLX_LIST_DEFAULT_LIMIT)
 def list_(limit: int) -> int:
     """List dead letters, oldest first, without removing them."""
     container = bootstrap()
@@ -55,23 +48,9 @@ def list_(limit: int) -> int:
 @dlx.command(
     epilog=exit_codes(action_needed="an --id given was not replayed (named on stderr): not a dead letter, or kept")
 )
-@click.option(
-    "--id",
-    "ids",
-    multiple=True,
-    type=click.UUID,
-    metavar="EVENT_ID",
-    help="A dead letter's event id (repeat for more).",
-)
+@ids_option("EVENT_ID", "A dead letter's event id", required=False)
 @click.option("--all", "every", is_flag=True, help="Every dead letter (up to --limit).")
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=DLX_REPLAY_DEFAULT_LIMIT,
-    show_default=True,
-    metavar="N",
-    help="At most this many.",
-)
+@limit_option(DLX_REPLAY_DEFAULT_LIMIT)
 def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
     """Send dead letters back to their queue, in their original order, each with a fresh retry
     budget. Give --id once or more, or --all.
@@ -79,12 +58,8 @@ def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
     Progress goes to stderr (a bar on a terminal, lines otherwise); the replayed letters are
     listed on stdout. Safe to interrupt: a letter is removed only once it is back in its queue.
     """
-    if ids and every:
-        raise click.UsageError("give --id EVENT_ID or --all, not both")
-    if not ids and not every:
-        raise click.UsageError("say which: --id EVENT_ID (once or more) or --all")
-    container = bootstrap()
-    return run(replay_dead_letters(container, None if every else list(ids), limit))
+    chosen = ids_or_all(ids, every)  # a usage error before anything starts
+    return run(replay_dead_letters(bootstrap(), chosen, limit))
 
 
 async def replay_dead_letters(
@@ -114,15 +89,7 @@ async def replay_dead_letters(
         action_needed="an --id given was not discarded (named on stderr): none, or several share it (--queue)"
     )
 )
-@click.option(
-    "--id",
-    "ids",
-    type=click.UUID,
-    multiple=True,
-    required=True,
-    metavar="EVENT_ID",
-    help="A dead letter's event id (repeat for more).",
-)
+@ids_option("EVENT_ID", "A dead letter's event id", required=True)
 @click.option(
     "--queue",
     default=None,

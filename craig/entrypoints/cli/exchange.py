@@ -10,7 +10,7 @@ import click
 from craig.domain.constants import FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT
 from craig.domain.exchange import SendJob
 from craig.entrypoints.bootstrap import bootstrap
-from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
+from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, ids_option, limit_option, run
 from craig.entrypoints.container import Container
 from craig.entrypoints.runtime import running
 
@@ -24,14 +24,7 @@ def exchange_group() -> None:
 
 
 @exchange_group.command("failed", epilog=exit_codes())
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1, max=FAILED_LIST_MAX_LIMIT),
-    default=FAILED_LIST_DEFAULT_LIMIT,
-    show_default=True,
-    metavar="N",
-    help="At most this many.",
-)
+@limit_option(FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT)
 def failed(limit: int) -> int:
     """List failed send jobs, the most recently failed first, with their last error. Reaches the
     database only."""
@@ -49,15 +42,7 @@ def failed(limit: int) -> int:
 @exchange_group.command(
     epilog=exit_codes(action_needed="an --id given was not retried (named on stderr): not a failed send job")
 )
-@click.option(
-    "--id",
-    "ids",
-    type=click.UUID,
-    multiple=True,
-    required=True,
-    metavar="JOB_ID",
-    help="A failed send job's id, as `craig exchange failed` lists it (repeat for more).",
-)
+@ids_option("JOB_ID", "A failed send job's id, as `craig exchange failed` lists it", required=True)
 def retry(ids: tuple[uuid.UUID, ...]) -> int:
     """Put failed send jobs back in the queue once the cause is fixed: due now, with a fresh
     attempt budget, each recorded in the audit trail (job_retry) in the same transaction. Only

@@ -22,6 +22,7 @@ from craig.entrypoints.cli.keys import keys_group
 from craig.entrypoints.cli.serve import serve
 from craig.entrypoints.cli.status import status
 from craig.entrypoints.cli.token import token
+from craig.entrypoints.cli.unrouted import unrouted_group
 from craig.entrypoints.cli.worker import worker
 from craig.entrypoints.runtime import StartupError
 from craig.entrypoints.settings import SettingsError
@@ -83,6 +84,7 @@ for command in (
     token,
     status,
     dlx,
+    unrouted_group,
     attachments_group,
     exchange_group,
     config,

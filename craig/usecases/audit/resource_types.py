@@ -22,6 +22,7 @@ EXCHANGE_TRANSACTION: Final = "exchange_transaction"
 RULE_SET: Final = "rule_set"
 FIELD_KEY: Final = "field_key"
 DEAD_LETTER: Final = "dead_letter"
+UNROUTED_EVENT: Final = "unrouted_event"
 AUDIT_ENTRY: Final = "audit_entry"
 CASE_HISTORY: Final = "case_history"
 #: An idempotent request answered again (its replay).
