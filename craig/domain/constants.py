@@ -428,7 +428,7 @@ FAILED_LIST_DEFAULT_LIMIT: Final = 100
 #: The most they list at once (a larger ``--limit`` is a usage error).
 FAILED_LIST_MAX_LIMIT: Final = 10_000
 DLX_REPLAY_DEFAULT_LIMIT: Final = 1000
-#: The most events one ``craig unrouted discard`` (or replay by id) looks through.
+#: The most unrouted events one ``craig unrouted`` run looks at (the oldest), and its largest ``--limit``.
 UNROUTED_SCAN_MAX_EVENTS: Final = 100_000
 #: ``craig token``: a development token's default lifetime.
 DEV_TOKEN_LIFETIME: Final = timedelta(hours=1)

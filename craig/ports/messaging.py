@@ -159,7 +159,8 @@ class EventBus(Publisher, Protocol):
 @attrs.frozen(kw_only=True)
 class UnroutedEvent:
     """An event no subscription took: its envelope, or None for a message that is not an event
-    Craig can read (then ``event_type`` is ``unparseable`` and ``event_id`` the nil UUID)."""
+    Craig can read (then ``event_type`` is ``unparseable``, and on RabbitMQ, where the message
+    may carry no id either, ``event_id`` is the nil UUID)."""
 
     event_id: UUID
     event_type: str
@@ -188,10 +189,14 @@ class UnroutedEvents(Protocol):
         limit: int,
         handle: Callable[[UnroutedEvent], Awaitable[bool]],
     ) -> list[UnroutedEvent]:
-        """Offer those of ``event_ids`` (or all), oldest first, at most ``limit``, to ``handle``
-        one at a time; each it answers True for is removed, only once it has answered, and the
-        others stay where they are. Returns the removed ones. An error in ``handle`` stops the
-        run and leaves that event and the rest in place."""
+        """Offer those of ``event_ids`` (or all), oldest first, to ``handle`` one at a time,
+        until ``limit`` are removed: each it answers True for is removed, only once it has
+        answered, and the others stay where they are (and do not count toward ``limit``). Looks
+        at the oldest ``UNROUTED_SCAN_MAX_EVENTS`` only. Returns the removed ones. An error in
+        ``handle`` stops the run and leaves that event and the rest in place.
+
+        On RabbitMQ the events looked at are held (unacknowledged) until the run ends: the
+        queue's count dips meanwhile, and another run does not see them."""
         ...
 
 

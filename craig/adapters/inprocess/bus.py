@@ -28,6 +28,7 @@ from craig.domain.constants import (
     INPROCESS_BUS_LEASE,
     INPROCESS_BUS_POLL_INTERVAL,
     INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS,
+    UNROUTED_SCAN_MAX_EVENTS,
 )
 from craig.domain.events import EventEnvelope
 from craig.domain.routing import topic_matches
@@ -206,13 +207,15 @@ class InboxUnroutedEvents(UnroutedEvents):
         handle: Callable[[UnroutedEvent], Awaitable[bool]],
     ) -> list[UnroutedEvent]:
         wanted = set(event_ids) if event_ids is not None else None
-        scan = INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS if wanted is not None else limit
-        events = [_unrouted(r) for r in await self.inbox.waiting_rows(UNROUTED, scan)]
-        chosen = [e for e in events if wanted is None or e.event_id in wanted][:limit]
+        events = [_unrouted(r) for r in await self.inbox.waiting_rows(UNROUTED, UNROUTED_SCAN_MAX_EVENTS)]
         removed: list[UnroutedEvent] = []
-        for event in chosen:
+        for event in events:
+            if len(removed) >= limit:
+                break
             # The row is the event: removed once handled (a crash in between offers it again,
             # and a replay's re-publish is deduplicated by the consumers' inbox rows).
+            if wanted is not None and event.event_id not in wanted:
+                continue
             if await handle(event) and await self.inbox.delete_waiting(UNROUTED, event.event_id):
                 removed.append(event)
         return removed

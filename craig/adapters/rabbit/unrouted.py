@@ -20,7 +20,7 @@ from faststream.rabbit import RabbitQueue
 
 from craig.adapters.rabbit.bus import RabbitEventBus
 from craig.adapters.rabbit.dead_letters import put_back, take_messages
-from craig.domain.constants import RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES
+from craig.domain.constants import UNROUTED_SCAN_MAX_EVENTS
 from craig.domain.events import EventEnvelope
 from craig.ports.messaging import UnroutedEvent, UnroutedEvents
 
@@ -69,9 +69,9 @@ class RabbitUnroutedEvents(UnroutedEvents):
         handle: Callable[[UnroutedEvent], Awaitable[bool]],
     ) -> list[UnroutedEvent]:
         wanted = set(event_ids) if event_ids is not None else None
-        # All of them, or as many as asked for: an event another handler re-published into this
-        # queue during the run (still unrouted) comes after them and is not offered again.
-        taken = await take_messages(await self._queue(), RABBIT_DEAD_LETTER_SCAN_MAX_MESSAGES if wanted else limit)
+        # Taken before any is handled: an event re-published into this queue during the run
+        # (still unrouted) comes after them and is not offered again.
+        taken = await take_messages(await self._queue(), UNROUTED_SCAN_MAX_EVENTS)
         removed: list[UnroutedEvent] = []
         try:
             for message in taken:

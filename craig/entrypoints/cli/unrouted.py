@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from craig.domain.constants import DLX_LIST_DEFAULT_LIMIT, DLX_REPLAY_DEFAULT_LIMIT
+from craig.domain.constants import DLX_LIST_DEFAULT_LIMIT, DLX_REPLAY_DEFAULT_LIMIT, UNROUTED_SCAN_MAX_EVENTS
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, ids_option, ids_or_all, limit_option, run
 from craig.entrypoints.container import Container
@@ -27,7 +27,7 @@ def unrouted_group() -> None:
 
 
 @unrouted_group.command("list", epilog=exit_codes())
-@limit_option(DLX_LIST_DEFAULT_LIMIT)
+@limit_option(DLX_LIST_DEFAULT_LIMIT, UNROUTED_SCAN_MAX_EVENTS)
 def list_(limit: int) -> int:
     """List unrouted events, oldest first, without removing them: id, type, and the consumers
     of this deployment that would take a replay of it."""
@@ -51,12 +51,14 @@ def list_(limit: int) -> int:
 )
 @ids_option("EVENT_ID", "An unrouted event's id", required=False)
 @click.option("--all", "every", is_flag=True, help="Every unrouted event (up to --limit).")
-@limit_option(DLX_REPLAY_DEFAULT_LIMIT)
+@limit_option(DLX_REPLAY_DEFAULT_LIMIT, UNROUTED_SCAN_MAX_EVENTS)
 def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
     """Publish unrouted events again, oldest first, to the consumers of this deployment that
-    take their type (deploy the consumer first). Give --id once or more, or --all. Each leaves
-    the unrouted events only once the broker confirmed its publish; one that no consumer takes
-    stays, named on stderr. The replayed events are listed on stdout."""
+    take their type (deploy the consumer first). Give --id once or more, or --all (--limit
+    counts the replayed ones). Each leaves the unrouted events only once the broker confirmed
+    its publish; one that no consumer takes stays, counted on stderr by reason. A replayed
+    event reaches its consumer after newer events of its aggregate: order per aggregate does
+    not hold for it. The replayed events are listed on stdout."""
     chosen = ids_or_all(ids, every)  # a usage error before anything starts
     return run(replay_unrouted(bootstrap(), chosen, limit))
 
@@ -67,12 +69,20 @@ async def replay_unrouted(container: Container, ids: Sequence[uuid.UUID] | None,
     echo(f"{len(report.replayed)} replayed")
     for event in report.replayed:
         echo(_line(event))
+    by_reason: dict[str, list[uuid.UUID]] = {}
     for kept in report.kept:
-        click.echo(f"craig: not replayed: {kept.event.event_id} ({kept.event.event_type}): {kept.why}", err=True)
+        by_reason.setdefault(kept.why, []).append(kept.event.event_id)
+    for why, kept_ids in by_reason.items():  # one line per reason, not per event: there may be thousands
+        named = f": {', '.join(map(str, kept_ids))}" if ids is not None else ""
+        click.echo(f"craig: not replayed, {len(kept_ids)} event(s), {why}{named}", err=True)
     missing = sorted(set(ids or ()) - {e.event_id for e in report.replayed} - {k.event.event_id for k in report.kept})
     if missing:
-        click.echo(f"craig: not replayed (no such unrouted event): {', '.join(map(str, missing))}", err=True)
+        click.echo(f"craig: not replayed ({_NOT_FOUND}): {', '.join(map(str, missing))}", err=True)
     return ExitCode.ACTION_NEEDED if report.kept or missing else ExitCode.OK
+
+
+#: Why an id given was not found among the unrouted events.
+_NOT_FOUND = "no such unrouted event, or another craig unrouted run holds it right now"
 
 
 @unrouted_group.command(
@@ -94,7 +104,7 @@ async def discard_unrouted(container: Container, ids: Sequence[uuid.UUID]) -> in
         echo(_line(event))
     missing = sorted(set(ids) - {e.event_id for e in events}, key=str)
     if missing:
-        click.echo(f"craig: not discarded (no such unrouted event): {', '.join(map(str, missing))}", err=True)
+        click.echo(f"craig: not discarded ({_NOT_FOUND}): {', '.join(map(str, missing))}", err=True)
         return ExitCode.ACTION_NEEDED
     return ExitCode.OK
 

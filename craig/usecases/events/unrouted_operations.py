@@ -55,6 +55,7 @@ class UnroutedOperations:
         # A broadcast subscription's queues live only as long as their instance: an old event
         # replayed to them would reach whichever instances run now, which is never what it meant.
         self.subscriptions = [s for s in subscriptions if not s.broadcast]
+        self.broadcast = [s for s in subscriptions if s.broadcast]
         self.uow_factory = uow_factory
 
     async def peek(self, limit: int) -> list[UnroutedEvent]:
@@ -62,11 +63,21 @@ class UnroutedOperations:
 
     def consumers_of(self, event_type: str) -> list[str]:
         """The durable consumers of this deployment that take ``event_type``."""
-        return [s.consumer for s in self.subscriptions if any(topic_matches(p, event_type) for p in s.event_types)]
+        return _takers(self.subscriptions, event_type)
+
+    def _why_kept(self, event_type: str) -> str:
+        broadcast = _takers(self.broadcast, event_type)
+        if broadcast:
+            return (
+                f"only a broadcast consumer ({', '.join(broadcast)}) takes {event_type!r}: it was meant for the "
+                "instances running then, so discard it"
+            )
+        return f"no consumer of this deployment takes {event_type!r}"
 
     async def replay(self, event_ids: Sequence[UUID] | None, limit: int) -> ReplayReport:
-        """Publish again those of ``event_ids`` (or all, at most ``limit``) that a consumer now
-        takes, each removed from the unrouted events once its publish is confirmed."""
+        """Publish again those of ``event_ids`` (all of them; or, without ids, up to ``limit``)
+        that a consumer now takes, each removed from the unrouted events once its publish is
+        confirmed. The ones no consumer takes are left, and do not count toward ``limit``."""
         wanted = sorted(set(event_ids), key=str) if event_ids is not None else None
         await self._record(AuditAction.UNROUTED_REPLAY, wanted)
         await self.bus.connect(self.subscriptions)  # their queues and bindings, before any publish
@@ -77,12 +88,14 @@ class UnroutedOperations:
                 kept.append(Kept(event, "not an event Craig can read: discard it"))
                 return False
             if not self.consumers_of(event.event_type):
-                kept.append(Kept(event, f"no consumer of this deployment takes {event.event_type!r}"))
+                kept.append(Kept(event, self._why_kept(event.event_type)))
                 return False
             await self.bus.publish(event.envelope)
             return True
 
-        replayed = await self.unrouted.take(wanted, limit, publish_again)
+        replayed = await self.unrouted.take(
+            wanted, limit if wanted is None else UNROUTED_SCAN_MAX_EVENTS, publish_again
+        )
         return ReplayReport(replayed, kept)
 
     async def discard(self, event_ids: Sequence[UUID]) -> list[UnroutedEvent]:
@@ -103,3 +116,7 @@ class UnroutedOperations:
             resource_ids=(wanted or [])[:AUDIT_MAX_RESOURCE_IDS],
         )
         await record_alone(self.uow_factory(), entry)
+
+
+def _takers(subscriptions: Sequence[Subscription], event_type: str) -> list[str]:
+    return [s.consumer for s in subscriptions if any(topic_matches(p, event_type) for p in s.event_types)]
