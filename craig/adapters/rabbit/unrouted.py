@@ -1,10 +1,11 @@
 """The unrouted queue on RabbitMQ: events no subscription's queue took, for ``craig status`` and
 ``craig unrouted``.
 
-Events are read with ``basic.get`` without acknowledging; the ones not taken are given back with
-``nack(requeue=True)``. One that ``take``'s handler accepts (a replay re-published it, confirmed,
-or an operator discarded it) is acknowledged only then, so a crash in between leaves it here:
-offered again, and a replay's second publish is deduplicated by the consumers' inbox rows.
+Events are read with ``basic.get`` without acknowledging, one at a time, until a run has removed
+enough; the ones not removed are given back with ``nack(requeue=True)`` when it ends. One that
+``take``'s handler accepts (a replay re-published it, confirmed, or an operator discarded it) is
+acknowledged only then, so a crash in between leaves it here: offered again, and a replay's
+second publish is deduplicated by the consumers' inbox rows.
 """
 
 from __future__ import annotations
@@ -69,16 +70,21 @@ class RabbitUnroutedEvents(UnroutedEvents):
         handle: Callable[[UnroutedEvent], Awaitable[bool]],
     ) -> list[UnroutedEvent]:
         wanted = set(event_ids) if event_ids is not None else None
-        # Taken before any is handled: an event re-published into this queue during the run
-        # (still unrouted) comes after them and is not offered again.
-        taken = await take_messages(await self._queue(), UNROUTED_SCAN_MAX_EVENTS)
+        queue = await self._queue()
+        taken: list[AbstractIncomingMessage] = []
         removed: list[UnroutedEvent] = []
         try:
-            for message in taken:
-                if len(removed) >= limit:
+            # One at a time, until enough are removed: a message not removed stays held (not
+            # acknowledged) until the end, so the queue does not hand it out again.
+            while len(removed) < limit and len(taken) < UNROUTED_SCAN_MAX_EVENTS:
+                message = await queue.get(no_ack=False, fail=False)
+                if message is None:
                     break
+                taken.append(message)
                 event = _event(message)
-                if (wanted is None or event.event_id in wanted) and await handle(event):
+                if wanted is not None and event.event_id not in wanted:
+                    continue
+                if await handle(event):
                     await message.ack()
                     removed.append(event)
         finally:

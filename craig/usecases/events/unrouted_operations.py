@@ -82,8 +82,13 @@ class UnroutedOperations:
         await self._record(AuditAction.UNROUTED_REPLAY, wanted)
         await self.bus.connect(self.subscriptions)  # their queues and bindings, before any publish
         kept: list[Kept] = []
+        published: set[UUID] = set()
 
         async def publish_again(event: UnroutedEvent) -> bool:
+            if event.event_id in published:
+                # A copy of an event this run published (two copies were kept, or the publish
+                # went unrouted again): left for the next run, so a run never loops on one.
+                return False
             if event.envelope is None:
                 kept.append(Kept(event, "not an event Craig can read: discard it"))
                 return False
@@ -91,6 +96,7 @@ class UnroutedOperations:
                 kept.append(Kept(event, self._why_kept(event.event_type)))
                 return False
             await self.bus.publish(event.envelope)
+            published.add(event.event_id)
             return True
 
         replayed = await self.unrouted.take(
