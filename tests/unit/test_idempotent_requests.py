@@ -107,9 +107,9 @@ async def test_a_body_above_the_inline_limit_is_fingerprinted_off_the_event_loop
     threads: list[int] = []
     real = idempotent_requests.fingerprint
 
-    def recording(content_type: str | None, body: bytes) -> str:
+    def recording(content_type: str | None, body: bytes, query: bytes = b"") -> str:
         threads.append(threading.get_ident())
-        return real(content_type, body)
+        return real(content_type, body, query)
 
     monkeypatch.setattr(idempotent_requests, "fingerprint", recording)
     body = b'{"a": "' + b"x" * (size - 9) + b'"}'
