@@ -16,13 +16,12 @@ from craig.adapters.clock import SystemClock
 from craig.adapters.objectstore.minio import MinioObjectStore
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
-from craig.domain.access import Principal, Role
-from craig.domain.attachments import Attachment, new_attachment
+from craig.domain.attachments import Attachment
 from craig.domain.contacts import Contact
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import AttemptDecision, JobStatus
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
-from craig.usecases.cases import OpenCase, RecordContact
+from tests.integration.test_attachment_two_phase import Stack
 from tests.integration.test_audit_operator_commands import craig, operator, operator_entries, production
 from tests.support.backends import postgres_backend
 from tests.support.ciphers import TEST_CIPHER
@@ -42,38 +41,10 @@ def with_s3(env: dict[str, str], s3_server: Any, bucket: str) -> dict[str, str]:
     }
 
 
-async def a_contact(db: PostgresDatabase) -> Contact:
-    clock, ann = SystemClock(), Principal(uuid.uuid4(), "Ann", Role.CASEWORKER)
-    case = await OpenCase(PostgresUnitOfWork(db, TEST_CIPHER), clock)(
-        ann, title="Doe", family_name=None, opened_at=None
-    )
-    return await RecordContact(PostgresUnitOfWork(db, TEST_CIPHER), clock)(
-        ann, case.id, contact_type="home_visit", occurred_at=clock.now(), summary="ok"
-    )
-
-
-async def uploaded(
-    db: PostgresDatabase, store: MinioObjectStore, contact: Contact, declared: int, data: bytes
-) -> Attachment:
+async def uploaded(stack: Stack, contact: Contact, declared: int, data: bytes) -> Attachment:
     """A pending row declaring ``declared`` bytes, and ``data`` stored as its object."""
-    uow = PostgresUnitOfWork(db, TEST_CIPHER)
-    async with uow:
-        row = await uow.attachments.add(
-            new_attachment(
-                id=uuid.uuid4(),
-                case_id=contact.case_id,
-                contact_id=contact.id,
-                attachment_type=None,
-                file_name="note.txt",
-                content_type="text/plain",
-                file_size=declared,
-                uploaded_by=contact.created_by,
-                worker_name="Ann",
-                now=SystemClock().now(),
-            )
-        )
-        await uow.commit()
-    await store.put(row.object_key, data, "text/plain")
+    row = await stack.pending(contact, "note.txt", declared)
+    await stack.s3.put(row.object_key, data, "text/plain")
     return row
 
 
@@ -84,9 +55,10 @@ async def test_failed_attachments_are_listed_and_discarded_with_their_objects(
     db = PostgresDatabase(pg_url)
     store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
     try:
-        contact = await a_contact(db)
-        odd = await uploaded(db, store, contact, 5, b"1234567")  # the stored object is not what was declared
-        good = await uploaded(db, store, contact, 5, b"12345")
+        stack = Stack(db, store)
+        _, contact = await stack.contact()
+        odd = await uploaded(stack, contact, 5, b"1234567")  # the stored object is not what was declared
+        good = await uploaded(stack, contact, 5, b"12345")
         scanner = AttachmentScanner(
             store, lambda: PostgresUnitOfWork(db, TEST_CIPHER), SystemClock(), timedelta(0), REGISTERED_TABLES
         )
@@ -133,7 +105,8 @@ async def test_a_discard_with_a_bucket_that_does_not_exist_deletes_nothing_and_m
     db = PostgresDatabase(pg_url)
     store = MinioObjectStore(s3_server.endpoint, s3_server.access_key, s3_server.secret_key, s3_bucket, secure=False)
     try:
-        odd = await uploaded(db, store, await a_contact(db), 5, b"1234567")
+        stack = Stack(db, store)
+        odd = await uploaded(stack, (await stack.contact())[1], 5, b"1234567")
         scanner = AttachmentScanner(
             store, lambda: PostgresUnitOfWork(db, TEST_CIPHER), SystemClock(), timedelta(0), REGISTERED_TABLES
         )
