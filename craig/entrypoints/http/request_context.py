@@ -15,6 +15,10 @@ each request it
   ``origin_request_id``;
 * runs it in a ``SERVER`` span when spans are recorded or the caller sent a ``traceparent``
   (continued);
+* answers ``HEAD`` on every route that answers ``GET``, as RFC 9110 asks of every server: the
+  request runs as the ``GET`` it stands for (the same checks, the same audit entry when it reads
+  a record), and the answer keeps its status and headers (``Content-Length`` included) but
+  carries no content; an ``Allow`` header that names ``GET`` names ``HEAD`` too;
 * adds to the answer ``X-Request-ID``, ``Strict-Transport-Security`` and
   ``X-Content-Type-Options: nosniff``;
 * counts it (``craig_http_requests_total`` and ``craig_http_request_duration_seconds`` by
@@ -33,7 +37,7 @@ import re
 import secrets
 import time
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import structlog
@@ -51,6 +55,7 @@ _REQUEST_ID = HEADER.encode()
 _TRACEPARENT = b"traceparent"
 _NOSNIFF = b"x-content-type-options"
 _ADDED = ((b"strict-transport-security", HSTS.encode()),)
+_ALLOW = b"allow"
 
 access_log = structlog.get_logger("craig.access")
 #: Whether ``craig.access`` writes INFO lines (checked per request: the logging module caches it).
@@ -105,6 +110,9 @@ class RequestContext:
         info = RequestInfo(request_id_from(given_id), request_client_ip(scope, self.trusted_proxies), started)
         request_id = info.request_id.encode()
         method = str(scope.get("method", ""))
+        head = method == "HEAD"
+        if head:  # a GET whose content is not sent (RFC 9110, 9.3.2); the routes know only GET
+            scope = cast(Scope, {**scope, "method": "GET"})
         status = 0
 
         async def answer(message: Message) -> None:
@@ -112,6 +120,8 @@ class RequestContext:
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 message["headers"] = _with_ours(message.get("headers") or (), request_id)
+            elif head and message["type"] == "http.response.body" and message.get("body"):
+                message = {**message, "body": b""}
             await send(message)
 
         token = _current.set(info)
@@ -169,6 +179,9 @@ def _with_ours(headers: Any, request_id: bytes) -> list[tuple[bytes, bytes]]:
     """The answer's headers with Craig's own: ``X-Request-ID`` and HSTS replace any the app set,
     ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``."""
     kept = [(name, value) for name, value in headers if name.lower() not in _REPLACED]
+    for at, (name, value) in enumerate(kept):
+        if name.lower() == _ALLOW:
+            kept[at] = (name, _with_head(value))
     if not any(name.lower() == _NOSNIFF for name, _ in kept):
         kept.append((_NOSNIFF, b"nosniff"))
     kept += _ADDED
@@ -177,3 +190,12 @@ def _with_ours(headers: Any, request_id: bytes) -> list[tuple[bytes, bytes]]:
 
 
 _REPLACED = frozenset({_REQUEST_ID, b"strict-transport-security"})
+
+
+def _with_head(allow: bytes) -> bytes:
+    """An ``Allow`` value with ``HEAD`` after ``GET`` when it names ``GET`` and not ``HEAD``."""
+    methods = [method.strip() for method in allow.split(b",")]
+    if b"GET" not in methods or b"HEAD" in methods:
+        return allow
+    methods.insert(methods.index(b"GET") + 1, b"HEAD")
+    return b", ".join(methods)
