@@ -182,6 +182,43 @@ async def test_upload_read_download_and_access(api: Api) -> None:
     problem(await api.client.get(f"{path}/{uuid.uuid4()}/content", headers=api.ann), 404)
 
 
+async def test_head_of_a_download_answers_its_headers_from_the_row_and_records_a_read(api: Api) -> None:
+    """A HEAD of an attachment's content sends the download's headers and no content, without
+    asking the object store (down here: the GET answers 503, the HEAD still 200), and the audit
+    trail records a read of the attachment, not a download that never happened."""
+    store = MemoryObjectStore()
+    api.container.object_store.override(providers.Object(store))
+    case_id = await api.case()
+    contact_id = await api.contact(case_id)
+    path = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
+    body = (await api.upload(path, {"file": ("küche.png", PNG, "image/png")})).json()
+    content = f"{path}/{body['id']}/content"
+    got = await api.client.get(content, headers=api.ann)
+    head = await api.client.head(content, headers=api.ann)
+    assert got.status_code == head.status_code == 200 and head.content == b""
+    for name in ("content-type", "content-length", "content-disposition", "cache-control", "content-security-policy"):
+        assert head.headers[name] == got.headers[name], name
+    store.available = False
+    assert (await api.client.head(content, headers=api.ann)).status_code == 200
+    problem(await api.client.get(content, headers=api.ann), 503)
+    assert (await api.client.head(content, headers=auth(api.container))).status_code == 404  # a stranger
+    assert (await api.client.head(f"{path}/{uuid.uuid4()}/content", headers=api.ann)).status_code == 404
+
+    boss = auth(api.container, role=Role.SUPERVISOR, name="Sue")
+    trail = await api.client.get("/v1/audit", params={"resource_type": "attachment", "limit": "50"}, headers=boss)
+    assert trail.status_code == 200, trail.text
+    mine = [(e["action"], e["outcome"]) for e in trail.json()["items"] if e["resource_id"] == body["id"]]
+    assert sorted(mine) == sorted(
+        [
+            ("upload", "allowed"),  # the upload
+            ("download", "allowed"),  # the one GET that was served
+            ("read", "allowed"),  # the two HEADs by Ann
+            ("read", "allowed"),
+            ("read", "denied"),  # the stranger's HEAD
+        ]
+    ), mine
+
+
 async def test_pending_attachments_are_listed_but_not_served(api: Api) -> None:
     case_id = await api.case()
     contact_id = await api.contact(case_id)

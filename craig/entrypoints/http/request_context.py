@@ -77,6 +77,17 @@ def current() -> RequestInfo | None:
     return _current.get()
 
 
+#: The scope key that tells a route its GET stands for a HEAD (:func:`answers_head`).
+_HEAD_KEY = "craig.head"
+
+
+def answers_head(scope: Scope) -> bool:
+    """Whether this GET stands for a HEAD: its content will not be sent, so a route whose content
+    is costly or is itself what gets recorded (an attachment's download) can answer the headers
+    alone."""
+    return bool(scope.get(_HEAD_KEY))
+
+
 def request_id_from(header: str | None) -> str:
     """The caller's id when it is sane, else a new one (never an unbounded or odd string)."""
     if header is not None and _SANE.fullmatch(header):
@@ -112,7 +123,7 @@ class RequestContext:
         method = str(scope.get("method", ""))
         head = method == "HEAD"
         if head:  # a GET whose content is not sent (RFC 9110, 9.3.2); the routes know only GET
-            scope = cast(Scope, {**scope, "method": "GET"})
+            scope = cast(Scope, {**scope, "method": "GET", _HEAD_KEY: True})
         status = 0
 
         async def answer(message: Message) -> None:

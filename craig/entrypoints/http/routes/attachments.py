@@ -18,18 +18,19 @@ from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
 from litestar.types import AsyncAnyCallable
 
-from craig.domain.attachments import ALLOWED_FILE_TYPES, content_disposition_attachment
+from craig.domain.attachments import ALLOWED_FILE_TYPES, Attachment, content_disposition_attachment
 from craig.domain.constants import (
     ATTACHMENT_MAX_BYTES,
     ATTACHMENT_MULTIPART_OVERHEAD_BYTES,
     ATTACHMENT_TYPE_MAX_LENGTH,
 )
-from craig.domain.errors import InvalidInput
+from craig.domain.errors import InvalidInput, NotFound
 from craig.domain.file_types import download_name
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.dependencies import Me, Paging
 from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
+from craig.entrypoints.http.request_context import answers_head
 from craig.entrypoints.http.routes.case_views import (
     AttachmentKeysetPage,
     AttachmentPage,
@@ -274,20 +275,39 @@ async def download_attachment(
     contact_id: FromPath[UUID],
     attachment_id: FromPath[UUID],
     principal: Me,
+    request: Request[Any, Any, Any],
     open_attachment: NamedDependency[OpenAttachment],
+    get_attachment: NamedDependency[GetAttachment],
 ) -> Stream:
     """The blob, streamed, as an attachment (never rendered inline). 404 while pending or failed."""
+    if answers_head(request.scope):
+        # A HEAD sends no content: the row says what a download would (its size is the blob's,
+        # checked when it became present), the object store is not asked, and the audit trail
+        # records a read of the attachment, not a download that never happened.
+        attachment = await get_attachment(principal, case_id, contact_id, attachment_id)
+        if not attachment.downloadable:
+            raise NotFound("attachment", attachment_id)
+        return _download(attachment, attachment.file_size, _nothing())
     attachment, download = await open_attachment(principal, case_id, contact_id, attachment_id)
+    return _download(attachment, download.size, _chunks(download))
+
+
+def _download(attachment: Attachment, size: int, content: AsyncIterator[bytes]) -> Stream:
     headers = {
         "Content-Disposition": content_disposition_attachment(
             download_name(attachment.file_name, attachment.content_type)
         ),
-        "Content-Length": str(download.size),
+        "Content-Length": str(size),
         "X-Content-Type-Options": "nosniff",
         "Cache-Control": "private, no-store",
         "Content-Security-Policy": "default-src 'none'; sandbox",
     }
-    return Stream(_chunks(download), media_type=attachment.content_type, headers=headers)
+    return Stream(content, media_type=attachment.content_type, headers=headers)
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an async generator with nothing in it
 
 
 ROUTES = [upload_attachment, list_attachments, get_attachment, download_attachment]
