@@ -182,10 +182,10 @@ async def test_upload_read_download_and_access(api: Api) -> None:
     problem(await api.client.get(f"{path}/{uuid.uuid4()}/content", headers=api.ann), 404)
 
 
-async def test_head_of_a_download_answers_its_headers_from_the_row_and_records_a_read(api: Api) -> None:
-    """A HEAD of an attachment's content sends the download's headers and no content, without
-    asking the object store (down here: the GET answers 503, the HEAD still 200), and the audit
-    trail records a read of the attachment, not a download that never happened."""
+async def test_head_of_a_download_answers_as_the_get_would_and_records_a_read(api: Api) -> None:
+    """A HEAD of an attachment's content answers what the GET would (the same status and headers,
+    no content) without reading the blob: the store is asked its size only. The audit trail
+    records a read of the attachment, allowed or denied, never a download that did not happen."""
     store = MemoryObjectStore()
     api.container.object_store.override(providers.Object(store))
     case_id = await api.case()
@@ -198,11 +198,19 @@ async def test_head_of_a_download_answers_its_headers_from_the_row_and_records_a
     assert got.status_code == head.status_code == 200 and head.content == b""
     for name in ("content-type", "content-length", "content-disposition", "cache-control", "content-security-policy"):
         assert head.headers[name] == got.headers[name], name
-    store.available = False
-    assert (await api.client.head(content, headers=api.ann)).status_code == 200
+
+    store.available = False  # the store down: both 503, neither recorded
+    assert (await api.client.head(content, headers=api.ann)).status_code == 503
     problem(await api.client.get(content, headers=api.ann), 503)
+    store.available = True
     assert (await api.client.head(content, headers=auth(api.container))).status_code == 404  # a stranger
     assert (await api.client.head(f"{path}/{uuid.uuid4()}/content", headers=api.ann)).status_code == 404
+
+    # The row present but its blob gone: both 404.
+    (stored,) = [key async for key in _keys(store)]
+    await store.delete(stored)
+    assert (await api.client.head(content, headers=api.ann)).status_code == 404
+    problem(await api.client.get(content, headers=api.ann), 404)
 
     boss = auth(api.container, role=Role.SUPERVISOR, name="Sue")
     trail = await api.client.get("/v1/audit", params={"resource_type": "attachment", "limit": "50"}, headers=boss)
@@ -210,13 +218,47 @@ async def test_head_of_a_download_answers_its_headers_from_the_row_and_records_a
     mine = [(e["action"], e["outcome"]) for e in trail.json()["items"] if e["resource_id"] == body["id"]]
     assert sorted(mine) == sorted(
         [
-            ("upload", "allowed"),  # the upload
+            ("upload", "allowed"),
             ("download", "allowed"),  # the one GET that was served
-            ("read", "allowed"),  # the two HEADs by Ann
-            ("read", "allowed"),
+            ("read", "allowed"),  # Ann's first HEAD
             ("read", "denied"),  # the stranger's HEAD
         ]
     ), mine
+
+
+async def test_head_of_a_pending_attachment_is_refused_and_recorded_as_refused(api: Api) -> None:
+    case_id = await api.case()
+    contact_id = await api.contact(case_id)
+    path = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
+    body = (await api.upload(path, {"file": ("a.txt", b"hello", "text/plain")})).json()
+    await _set_status(api, "pending")
+    assert (await api.client.head(f"{path}/{body['id']}/content", headers=api.ann)).status_code == 404
+    boss = auth(api.container, role=Role.SUPERVISOR, name="Sue")
+    trail = await api.client.get("/v1/audit", params={"resource_type": "attachment", "limit": "50"}, headers=boss)
+    mine = [(e["action"], e["outcome"]) for e in trail.json()["items"] if e["resource_id"] == body["id"]]
+    assert sorted(mine) == [("read", "denied"), ("upload", "allowed")], mine
+
+
+async def _keys(store: MemoryObjectStore) -> AsyncIterator[str]:
+    async for stored in store.list("cases/"):
+        yield stored.key
+
+
+async def _set_status(api: Api, status: str) -> None:
+    """Every attachment back to ``status``, as after a crash between the phases (``pending``)."""
+    uow = api.container.uow()
+    async with uow:
+        from craig.adapters.memory.attachments import ATTACHMENTS
+
+        if api.kind == "memory":
+            tx = await uow.session.tx()  # type: ignore[attr-defined]
+            for row in list(tx.rows(ATTACHMENTS)):
+                tx.put(ATTACHMENTS, row.id, attrs.evolve(row, object_status=status))
+        else:
+            await uow.session.execute(  # type: ignore[attr-defined]
+                text("UPDATE contact_attachments SET object_status = :status"), {"status": status}
+            )
+        await uow.commit()
 
 
 async def test_pending_attachments_are_listed_but_not_served(api: Api) -> None:
@@ -224,17 +266,7 @@ async def test_pending_attachments_are_listed_but_not_served(api: Api) -> None:
     contact_id = await api.contact(case_id)
     path = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
     body = (await api.upload(path, {"file": ("a.txt", b"hello", "text/plain")})).json()
-    uow = api.container.uow()
-    async with uow:  # back to pending, as after a crash between the phases
-        from craig.adapters.memory.attachments import ATTACHMENTS
-
-        if api.kind == "memory":
-            tx = await uow.session.tx()  # type: ignore[attr-defined]
-            row = tx.get(ATTACHMENTS, uuid.UUID(body["id"]))
-            tx.put(ATTACHMENTS, row.id, attrs.evolve(row, object_status="pending"))
-        else:
-            await uow.session.execute(text("UPDATE contact_attachments SET object_status = 'pending'"))  # type: ignore[attr-defined]
-        await uow.commit()
+    await _set_status(api, "pending")
     assert (await api.client.get(f"{path}/{body['id']}", headers=api.ann)).json()["object_status"] == "pending"
     problem(await api.client.get(f"{path}/{body['id']}/content", headers=api.ann), 404)
 

@@ -130,3 +130,11 @@ async def test_an_unhandled_exception_is_500_with_an_incident(tmp_path: Path, js
         response = await client.get("/v1/test-only/explode", headers=auth(container))
     assert_incident(response, json_log, "RuntimeError")
     assert "secret internals" not in response.text
+
+
+async def test_a_head_that_fails_is_500_without_content_and_logged_as_head(tmp_path: Path, json_log: JsonLog) -> None:
+    async with serving("memory", tmp_path, extra_v1_routes=[explode]) as (container, client):
+        response = await client.head("/v1/test-only/explode", headers=auth(container))
+    assert response.status_code == 500 and response.content == b""
+    (logged,) = [line for line in json_log.lines() if line.get("incident")]
+    assert logged["method"] == "HEAD" and "RuntimeError" in logged["exception"]

@@ -58,7 +58,9 @@ async def test_each_request_is_counted_once_with_the_status_it_got(tmp_path: Pat
         assert opened.status_code == 201, opened.text
         shown = await client.get(f"/v1/cases/{opened.json()['id']}", headers=headers)
         assert shown.status_code == 200, shown.text
-        scraped = (await client.get("/metrics")).text
+        scrape = await client.get("/metrics")
+        scraped = scrape.text
+    assert scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"  # one charset
     assert requests("GET", "/v1/cases", 401) == before["401"] + 1
     assert requests("GET", metrics.UNMATCHED_ROUTE, 404) == before["404"] + 2  # one label for every unknown path
     assert requests("DELETE", metrics.UNMATCHED_ROUTE, 405) == before["405"] + 1

@@ -27,6 +27,7 @@ from craig.domain.errors import Conflict, DomainError, Forbidden, InvalidInput, 
 from craig.domain.fingerprint import is_json_media_type
 from craig.domain.versions import StaleVersion
 from craig.entrypoints.http.field_errors import BODY_PARAMETER, for_field, from_validation
+from craig.entrypoints.http.head import answers_head
 from craig.entrypoints.http.origin import request_origin
 from craig.entrypoints.http.problem_types import problem_type
 from craig.entrypoints.http.validators import etag
@@ -161,7 +162,7 @@ def internal_error(
         incident=incident,
         status=status,
         path=request.url.path,
-        method=request.method,
+        method="HEAD" if answers_head(request.scope) else request.method,
         error_type=type(error).__name__,
         exc_info=error,
         **context,

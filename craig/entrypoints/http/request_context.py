@@ -47,6 +47,7 @@ from craig.adapters.telemetry import SpanKind, originating, span
 from craig.domain.access import Principal
 from craig.entrypoints import metrics
 from craig.entrypoints.http.client_limits import request_client_ip
+from craig.entrypoints.http.head import HEAD_KEY
 
 HEADER = "x-request-id"
 HSTS = "max-age=31536000; includeSubDomains"
@@ -75,17 +76,6 @@ _current: ContextVar[RequestInfo | None] = ContextVar("craig_request_info", defa
 
 def current() -> RequestInfo | None:
     return _current.get()
-
-
-#: The scope key that tells a route its GET stands for a HEAD (:func:`answers_head`).
-_HEAD_KEY = "craig.head"
-
-
-def answers_head(scope: Scope) -> bool:
-    """Whether this GET stands for a HEAD: its content will not be sent, so a route whose content
-    is costly or is itself what gets recorded (an attachment's download) can answer the headers
-    alone."""
-    return bool(scope.get(_HEAD_KEY))
 
 
 def request_id_from(header: str | None) -> str:
@@ -123,7 +113,7 @@ class RequestContext:
         method = str(scope.get("method", ""))
         head = method == "HEAD"
         if head:  # a GET whose content is not sent (RFC 9110, 9.3.2); the routes know only GET
-            scope = cast(Scope, {**scope, "method": "GET", _HEAD_KEY: True})
+            scope = cast(Scope, {**scope, "method": "GET", HEAD_KEY: True})
         status = 0
 
         async def answer(message: Message) -> None:

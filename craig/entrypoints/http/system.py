@@ -192,7 +192,7 @@ def system_router(
 
     @get(
         "/metrics",
-        media_type="text/plain; version=0.0.4; charset=utf-8",
+        media_type="text/plain; version=0.0.4",  # Litestar adds "; charset=utf-8" to every text/ type
         tags=["operations"],
         summary="Prometheus metrics",
         operation_id="getMetrics",

@@ -24,13 +24,13 @@ from craig.domain.constants import (
     ATTACHMENT_MULTIPART_OVERHEAD_BYTES,
     ATTACHMENT_TYPE_MAX_LENGTH,
 )
-from craig.domain.errors import InvalidInput, NotFound
+from craig.domain.errors import InvalidInput
 from craig.domain.file_types import download_name
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.head import answers_head
 from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
-from craig.entrypoints.http.request_context import answers_head
 from craig.entrypoints.http.routes.case_views import (
     AttachmentKeysetPage,
     AttachmentPage,
@@ -277,17 +277,13 @@ async def download_attachment(
     principal: Me,
     request: Request[Any, Any, Any],
     open_attachment: NamedDependency[OpenAttachment],
-    get_attachment: NamedDependency[GetAttachment],
 ) -> Stream:
     """The blob, streamed, as an attachment (never rendered inline). 404 while pending or failed."""
     if answers_head(request.scope):
-        # A HEAD sends no content: the row says what a download would (its size is the blob's,
-        # checked when it became present), the object store is not asked, and the audit trail
-        # records a read of the attachment, not a download that never happened.
-        attachment = await get_attachment(principal, case_id, contact_id, attachment_id)
-        if not attachment.downloadable:
-            raise NotFound("attachment", attachment_id)
-        return _download(attachment, attachment.file_size, _nothing())
+        # A HEAD sends no content: the blob is not read (the store is asked its size), and the
+        # audit trail records a read of the attachment, not a download that never happened.
+        attachment, size = await open_attachment.head(principal, case_id, contact_id, attachment_id)
+        return _download(attachment, size, _nothing())
     attachment, download = await open_attachment(principal, case_id, contact_id, attachment_id)
     return _download(attachment, download.size, _chunks(download))
 
