@@ -1,6 +1,6 @@
 """``HEAD`` over real HTTP: every route that answers ``GET`` answers ``HEAD`` with the same status
 and headers and no content (uptime checkers and caches ask it), a route without ``GET`` still
-answers 405, and the ``Allow`` header names ``HEAD`` wherever it names ``GET``."""
+answers 405, and the ``Allow`` header names every method of the path, ``HEAD`` wherever ``GET``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,10 @@ async def test_head_answers_as_get_does_without_content(tmp_path: Path) -> None:
 
         post_only = await client.head(f"/v1/cases/{opened.json()['id']}/closure", headers=headers)
         assert post_only.status_code == 405 and "HEAD" not in post_only.headers["allow"]
+        # Where handlers share a path (GET and POST on /v1/cases), every answer names them all.
+        for answer in (await client.options("/v1/cases"), await client.delete("/v1/cases", headers=headers)):
+            assert answer.status_code in (204, 405)
+            assert {m.strip() for m in answer.headers["allow"].split(",")} == {"GET", "HEAD", "OPTIONS", "POST"}
         refused = await client.delete("/health/live")
         assert refused.status_code == 405
         assert {m.strip() for m in refused.headers["allow"].split(",")} == {"OPTIONS", "GET", "HEAD"}

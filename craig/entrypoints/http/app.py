@@ -26,7 +26,7 @@ from craig.entrypoints.http.openapi_config import openapi_config
 from craig.entrypoints.http.origin import TRUSTED_PROXIES_STATE
 from craig.entrypoints.http.problems import EXCEPTION_HANDLERS, ProblemRequest
 from craig.entrypoints.http.query_guard import refuse_unknown_query_parameters
-from craig.entrypoints.http.request_context import RequestContext
+from craig.entrypoints.http.request_context import RequestContext, allowed_methods
 from craig.entrypoints.http.routes import INTAKE_ROUTES, V1_ROUTES
 from craig.entrypoints.http.system import system_router
 from craig.entrypoints.http.use_cases import use_case_dependencies
@@ -168,7 +168,7 @@ def create_app(
     resolve_in_turn(app)
     # Outermost: the request's id and address, Craig's headers on every answer, each request
     # counted and logged once with the status actually sent (see the module).
-    app.asgi_handler = RequestContext(app.asgi_handler, settings.http.trusted_proxies)
+    app.asgi_handler = RequestContext(app.asgi_handler, settings.http.trusted_proxies, allowed_methods(app.routes))
     app.state.attachment_max_bytes = settings.attachments.max_bytes
     app.state[TRUSTED_PROXIES_STATE] = settings.http.trusted_proxies
     return app

@@ -36,11 +36,13 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, cast
 
 import attrs
 import structlog
+from litestar.routes import HTTPRoute
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from craig.adapters.telemetry import SpanKind, originating, span
@@ -88,9 +90,11 @@ def request_id_from(header: str | None) -> str:
 class RequestContext:
     """The outermost ASGI layer (see the module); websocket and lifespan scopes pass through."""
 
-    def __init__(self, app: ASGIApp, trusted_proxies: str) -> None:
+    def __init__(self, app: ASGIApp, trusted_proxies: str, allowed: Mapping[str, bytes] | None = None) -> None:
         self.app = app
         self.trusted_proxies = trusted_proxies
+        #: Each route template's ``Allow`` value (:func:`allowed_methods`).
+        self.allowed = dict(allowed or {})
         #: The metric children by label values: ``labels()`` takes a lock and builds a key on
         #: every call, a dict lookup does not.
         self._counted: dict[tuple[str, str, int], Any] = {}
@@ -120,7 +124,8 @@ class RequestContext:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                message["headers"] = _with_ours(message.get("headers") or (), request_id)
+                allow = self.allowed.get(str(scope.get("path_template")))
+                message["headers"] = _with_ours(message.get("headers") or (), request_id, allow)
             elif head and message["type"] == "http.response.body" and message.get("body"):
                 message = {**message, "body": b""}
             await send(message)
@@ -176,13 +181,14 @@ class RequestContext:
             )
 
 
-def _with_ours(headers: Any, request_id: bytes) -> list[tuple[bytes, bytes]]:
+def _with_ours(headers: Any, request_id: bytes, allow: bytes | None = None) -> list[tuple[bytes, bytes]]:
     """The answer's headers with Craig's own: ``X-Request-ID`` and HSTS replace any the app set,
-    ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``."""
+    ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``. An ``Allow``
+    header becomes ``allow`` (the route's, when it is known), else names ``HEAD`` with ``GET``."""
     kept = [(name, value) for name, value in headers if name.lower() not in _REPLACED]
     for at, (name, value) in enumerate(kept):
         if name.lower() == _ALLOW:
-            kept[at] = (name, _with_head(value))
+            kept[at] = (name, allow if allow is not None else _with_head(value))
     if not any(name.lower() == _NOSNIFF for name, _ in kept):
         kept.append((_NOSNIFF, b"nosniff"))
     kept += _ADDED
@@ -191,6 +197,19 @@ def _with_ours(headers: Any, request_id: bytes) -> list[tuple[bytes, bytes]]:
 
 
 _REPLACED = frozenset({_REQUEST_ID, b"strict-transport-security"})
+
+
+def allowed_methods(routes: Iterable[object]) -> dict[str, bytes]:
+    """Each HTTP route's template and the ``Allow`` value of every method it answers (``HEAD``
+    with ``GET``). Litestar's own OPTIONS answer names only the methods of the first handler
+    registered on a path when several share it (``GET`` and ``POST`` on ``/v1/cases``: it said
+    ``OPTIONS, POST``); the route itself knows them all."""
+    allowed: dict[str, bytes] = {}
+    for route in routes:
+        if isinstance(route, HTTPRoute):
+            methods = set(route.methods) | ({"HEAD"} if "GET" in route.methods else set())
+            allowed[route.path_format] = ", ".join(sorted(methods)).encode()
+    return allowed
 
 
 def _with_head(allow: bytes) -> bytes:
