@@ -65,6 +65,7 @@ class AuditAction(enum.StrEnum):
     UNROUTED_DISCARD = "unrouted_discard"
     KEYS_ROTATE = "keys_rotate"
     JOB_RETRY = "job_retry"
+    OUTBOX_RETRY = "outbox_retry"
     RULE_SET_VERSION = "rule_set_version"
 
 
@@ -79,6 +80,7 @@ OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
         AuditAction.UNROUTED_DISCARD,
         AuditAction.KEYS_ROTATE,
         AuditAction.JOB_RETRY,
+        AuditAction.OUTBOX_RETRY,
         AuditAction.RULE_SET_VERSION,
     }
 )

@@ -60,6 +60,7 @@ from craig.usecases.case_lifecycle.unassign_worker import UnassignWorker
 from craig.usecases.case_lifecycle.update_case import UpdateCase
 from craig.usecases.cases import AssignWorker, GetCase, GetContact, ListCases, ListContacts, OpenCase, RecordContact
 from craig.usecases.events import DeadLetterOperations
+from craig.usecases.events.failing_events import FailingEvents
 from craig.usecases.events.unrouted_operations import UnroutedOperations
 from craig.usecases.exchange import (
     DispatchSendJob,
@@ -214,6 +215,7 @@ class Container(containers.DeclarativeContainer):
     get_exchange_transaction = providers.Factory(GetTransaction)
     retry_send_job = providers.Factory(RetrySendJob)
     failed_send_jobs = providers.Factory(FailedSendJobs, uow_factory=uow.provider)
+    failing_events = providers.Factory(FailingEvents, uow_factory=uow.provider)
     send_job_backlog = providers.Factory(SendJobBacklog, uow=uow)
     purge_delivered_transactions = providers.Factory(PurgeDeliveredTransactions, uow_factory=uow.provider)
     send_policy = policies.send

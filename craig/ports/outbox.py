@@ -40,6 +40,36 @@ class OutboxWriter(Protocol):
         one statement, in the given order."""
         ...
 
+    # --- for operators (``craig outbox``) ------------------------------------------------------
+    async def failing(self, limit: int) -> list[FailingEvent]:
+        """Up to ``limit`` unpublished events whose publish failed at least once (backing off, or
+        due again), oldest staged first."""
+        ...
+
+    async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
+        """Make those of ``event_ids`` (or, without ids, up to ``limit`` of them, oldest first)
+        that are failing due now, ending their backoff; ``attempts`` and ``last_error`` stay. An
+        event a relay holds right now (it is being published) is skipped, not waited for; so is
+        one that is not failing (published, unknown). Returns the events made due, as they are
+        now."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class FailingEvent:
+    """An unpublished event whose publish failed at least once, as an operator sees it."""
+
+    id: UUID
+    event_type: str
+    aggregate_type: str
+    aggregate_id: str
+    created_at: datetime
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime
+    #: Unpublished events of its aggregate staged after it: each waits until it is published.
+    waiting_behind: int
+
 
 @attrs.frozen
 class OutboxRecord:

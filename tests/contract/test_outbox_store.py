@@ -17,7 +17,7 @@ from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
 from craig.ports.messaging import Publisher
-from craig.ports.outbox import PublishFailure
+from craig.ports.outbox import FailingEvent, PublishFailure
 from craig.usecases.events import OutboxRelay
 from tests.support.backends import Backend
 
@@ -144,6 +144,65 @@ async def test_failed_event_backs_off_and_blocks_its_aggregate_only(backend: Bac
     async with backend.outbox.claim_batch(10) as batch:
         assert [r.envelope for r in batch.events] == [poison, after_poison]
         assert batch.events[0].attempts == 1
+
+
+async def failing(backend: Backend, limit: int = 10) -> list[FailingEvent]:
+    uow = backend.uow()
+    async with uow:
+        return await uow.outbox.failing(limit)
+
+
+async def retry_failing(backend: Backend, ids: list[uuid.UUID] | None, limit: int = 10) -> list[FailingEvent]:
+    uow = backend.uow()
+    async with uow:
+        retried = await uow.outbox.retry_failing(ids, limit)
+        await uow.commit()
+    return retried
+
+
+async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend: Backend) -> None:
+    """What an operator sees of a failing event (why, how often, what waits behind it), and a
+    retry that makes it due at once instead of after its backoff, keeping its attempts."""
+    poison, behind, other, fine = event("P", 1), event("P", 2), event("Q", 1), event("R", 1)
+    await stage(backend, poison, behind, other, fine)
+    assert await failing(backend) == []
+    async with backend.outbox.claim_batch(10) as batch:
+        ids = {r.envelope.id: r.id for r in batch.events}
+        hour = timedelta(hours=1)
+        await batch.mark_failed(
+            [PublishFailure(ids[poison.id], "broker said no", hour), PublishFailure(ids[other.id], "no confirm", hour)]
+        )
+        await batch.mark_published([ids[fine.id]])
+    listed = await failing(backend)
+    assert [(e.id, e.event_type, e.aggregate_type, e.aggregate_id) for e in listed] == [
+        (poison.id, "tests.happened", "test", "P"),
+        (other.id, "tests.happened", "test", "Q"),
+    ]
+    assert [(e.attempts, e.last_error, e.waiting_behind) for e in listed] == [
+        (1, "broker said no", 1),  # its younger sibling waits behind it
+        (1, "no confirm", 0),
+    ]
+    now = backend.clock.now() if backend.clock else datetime.now(UTC)
+    assert all(e.next_attempt_at > now + timedelta(minutes=59) for e in listed)
+    assert [e.id for e in await failing(backend, limit=1)] == [poison.id]
+    async with backend.outbox.claim_batch(10) as batch:
+        assert list(batch.events) == []  # both backing off
+
+    # By id: only a failing event is retried (not a published, pending or unknown one).
+    retried = await retry_failing(backend, [poison.id, fine.id, behind.id, uuid.uuid4()])
+    assert [(e.id, e.attempts, e.last_error) for e in retried] == [(poison.id, 1, "broker said no")]
+    assert retried[0].next_attempt_at <= (backend.clock.now() if backend.clock else datetime.now(UTC))
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [poison, behind]  # due now, in order
+        # One a relay is publishing right now is skipped, not waited for.
+        assert await retry_failing(backend, [poison.id]) == []
+        await batch.mark_published([r.id for r in batch.events])
+    # Without ids: every failing event, up to the limit, oldest first.
+    assert [e.id for e in await retry_failing(backend, None, limit=5)] == [other.id]
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [other]
+        await batch.mark_published([r.id for r in batch.events])
+    assert await failing(backend) == [] and await retry_failing(backend, None) == []
 
 
 async def test_a_backoff_runs_from_when_the_failure_is_recorded_not_from_the_claim(backend: Backend) -> None:

@@ -1,6 +1,7 @@
-"""An operator finds and fixes failed attachments and failed send jobs without SQL: ``craig
-attachments failed|discard`` and ``craig exchange failed|retry`` as real processes, on real
-PostgreSQL (and S3 for the attachments' objects), each change in the audit trail."""
+"""An operator finds and fixes failed attachments, failed send jobs and failing outbox events
+without SQL: ``craig attachments failed|discard``, ``craig exchange failed|retry`` and ``craig
+outbox failing|retry`` as real processes, on real PostgreSQL (and S3 for the attachments'
+objects), each change in the audit trail."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from craig.domain.attachments import Attachment
 from craig.domain.contacts import Contact
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED, EXCHANGE_SENT
 from craig.domain.exchange import AttemptDecision, JobStatus
+from craig.ports.outbox import PublishFailure
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
+from tests.contract.test_outbox_store import event
 from tests.integration.test_attachment_two_phase import Stack
 from tests.integration.test_audit_operator_commands import craig, operator, operator_entries, production
 from tests.support.backends import postgres_backend
@@ -158,3 +161,47 @@ async def test_failed_send_jobs_are_listed_and_retried(tmp_path: Path, pg_url: s
         assert second is not None and second.status is JobStatus.SENT
         assert await operator_entries(pg_url) == [operator("job_retry", "send_job", str(jobs[0].id))]
         assert craig("exchange", "failed", env=env).stdout == "0 failed send jobs\n"
+
+
+async def test_failing_outbox_events_are_listed_and_their_backoff_ended(tmp_path: Path, pg_url: str) -> None:
+    """``craig outbox failing|retry`` as processes on real PostgreSQL: an event whose publish
+    failed shows with its error and what waits behind it; a retry makes it due at once, recorded
+    in the audit trail in the same transaction; an id that is not failing is named (exit 1)."""
+    poison, behind, other = event("P", 1), event("P", 2), event("Q", 1)
+    async with postgres_backend(pg_url) as backend:
+        uow = backend.uow()
+        async with uow:
+            await uow.outbox.stage_many([poison, behind, other])
+            await uow.commit()
+        async with backend.outbox.claim_batch(10) as batch:
+            first = {r.envelope.id: r.id for r in batch.events}
+            await batch.mark_failed(
+                [PublishFailure(first[e.id], "broker said no", timedelta(hours=1)) for e in (poison, other)]
+            )
+        env = production(tmp_path, pg_url)
+
+        listed = craig("outbox", "failing", env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("2 failing events\n")
+        assert f"{poison.id}  tests.happened aggregate=test:P attempts=1 " in listed.stdout
+        assert "waiting_behind=1 " in listed.stdout and "last_error: broker said no" in listed.stdout
+        assert str(behind.id) not in listed.stdout  # never failed: it waits, it is not failing
+
+        unknown = uuid.uuid4()
+        retried = craig("outbox", "retry", "--id", str(poison.id), "--id", str(unknown), env=env)
+        assert retried.returncode == 1 and "not retried (no such failing event" in retried.stderr
+        assert str(unknown) in retried.stderr
+        assert retried.stdout.startswith(f"retried {poison.id}  tests.happened") and retried.stdout.endswith(
+            "\n1 retried\n"
+        )
+        async with backend.outbox.claim_batch(10) as batch:
+            assert [r.envelope.id for r in batch.events] == [poison.id, behind.id]  # due now, in order
+            await batch.mark_published([r.id for r in batch.events])
+
+        every = craig("outbox", "retry", "--all", env=env)
+        assert every.returncode == 0 and every.stdout.endswith("\n1 retried\n"), every.stderr
+        assert craig("outbox", "retry", "--all", "--id", str(poison.id), env=env).returncode == 2
+        assert await operator_entries(pg_url) == [
+            operator("outbox_retry", "outbox_event", None, [str(poison.id)]),
+            operator("outbox_retry", "outbox_event", "all", [str(other.id)]),
+        ]

@@ -54,6 +54,7 @@ class MemoryDatabase:
         self._sequence = 0
         self.notifier = Waiters()
         self.available = True  # tests flip this to simulate an outage
+        self._held: dict[str, set[Hashable]] = {}
 
     def now(self) -> datetime:
         now: datetime = self.clock.now()
@@ -63,6 +64,12 @@ class MemoryDatabase:
         """A monotonic counter (like a bigserial), for insertion order."""
         self._sequence += 1
         return self._sequence
+
+    def held(self, name: str) -> set[Hashable]:
+        """The keys a claimer holds across transactions under ``name`` (the outbox relays'
+        batches: the memory counterpart of row and advisory locks held while a batch publishes),
+        shared by everything on this database; the claimer adds and removes them."""
+        return self._held.setdefault(name, set())
 
     def raw(self, table: str) -> dict[Hashable, Any]:
         """The live table; only a :class:`MemoryTransaction` may write to it."""

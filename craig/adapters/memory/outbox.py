@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -15,6 +15,7 @@ from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
+    FailingEvent,
     OutboxBatch,
     OutboxRecord,
     OutboxRelayStore,
@@ -25,6 +26,8 @@ from craig.ports.outbox import (
 
 TABLE = "event_outbox"
 CHANNEL = "craig_outbox"
+#: The aggregates the relays' batches hold (:meth:`MemoryDatabase.held`).
+HELD_AGGREGATES = "event_outbox aggregates"
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +64,44 @@ class MemoryOutboxWriter(OutboxWriter):
         for envelope in envelopes:
             await self.stage(envelope)
 
+    async def failing(self, limit: int) -> list[FailingEvent]:
+        tx = await self.session.tx()
+        return _failing_events(tx.rows(TABLE), _failing_rows(tx.rows(TABLE))[:limit])
+
+    async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
+        tx = await self.session.tx()
+        wanted = None if event_ids is None else set(event_ids)
+        held = tx.db.held(TABLE)  # in a relay's batch: being published right now, so skipped
+        chosen = [r for r in _failing_rows(tx.rows(TABLE)) if (wanted is None or r.id in wanted) and r.id not in held][
+            :limit
+        ]
+        now = tx.db.now()
+        for row in chosen:
+            tx.put(TABLE, row.id, attrs.evolve(row, next_attempt_at=now))
+        return _failing_events(tx.rows(TABLE), [tx.get(TABLE, row.id) for row in chosen])
+
+
+def _failing_rows(rows: Iterable[OutboxRow]) -> list[OutboxRow]:
+    return sorted((r for r in rows if r.published_at is None and r.attempts > 0), key=lambda r: r.seq)
+
+
+def _failing_events(every: Iterable[OutboxRow], rows: Sequence[OutboxRow]) -> list[FailingEvent]:
+    unpublished = [r for r in every if r.published_at is None]
+    return [
+        FailingEvent(
+            id=row.id,
+            event_type=row.envelope.type,
+            aggregate_type=row.envelope.aggregate_type,
+            aggregate_id=row.envelope.aggregate_id,
+            created_at=row.created_at,
+            attempts=row.attempts,
+            last_error=row.last_error,
+            next_attempt_at=row.next_attempt_at,
+            waiting_behind=sum(1 for r in unpublished if r.aggregate == row.aggregate and r.seq > row.seq),
+        )
+        for row in rows
+    ]
+
 
 class _MemoryBatch(OutboxBatch):
     """Marks are buffered and applied in one transaction when the batch ends, like a COMMIT."""
@@ -89,8 +130,8 @@ class MemoryOutboxRelayStore(OutboxRelayStore):
 
     def __init__(self, db: MemoryDatabase) -> None:
         self.db = db
-        self._locked: set[UUID] = set()
-        self._held: set[tuple[str, str]] = set()
+        self._locked = db.held(TABLE)  # seen by the writer's retry_failing, as PostgreSQL's row locks are
+        self._held = db.held(HELD_AGGREGATES)
 
     @asynccontextmanager
     async def claim_batch(self, limit: int) -> AsyncIterator[OutboxBatch]:

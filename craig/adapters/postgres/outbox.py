@@ -21,9 +21,10 @@ Order per aggregate rests on two locks:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -39,6 +40,7 @@ from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
+    FailingEvent,
     OutboxBatch,
     OutboxRecord,
     OutboxRelayStore,
@@ -189,6 +191,53 @@ _STATS = text(
 )
 
 
+# --- for operators ----------------------------------------------------------------------------------
+#: What an operator sees of a failing event; ``o`` is its row. The count of the events waiting
+#: behind it reads idx_event_outbox_aggregate_pending; the failing rows, idx_event_outbox_backing_off.
+_FAILING_COLUMNS = """o.id, o.seq, o.event_type, o.aggregate_type, o.aggregate_id, o.created_at, o.attempts,
+       o.last_error, o.next_attempt_at,
+       (SELECT count(*) FROM event_outbox b
+         WHERE b.published_at IS NULL AND b.aggregate_type = o.aggregate_type
+           AND b.aggregate_id = o.aggregate_id AND b.seq > o.seq) AS waiting_behind"""
+_FAILING = text(
+    f"""
+    SELECT {_FAILING_COLUMNS}
+      FROM event_outbox o
+     WHERE o.published_at IS NULL AND o.attempts > 0
+     ORDER BY o.seq
+     LIMIT :limit
+    """
+)
+# Rows a relay holds (being published right now) are skipped, never waited for.
+_RETRY_FAILING = text(
+    f"""
+    UPDATE event_outbox o SET next_attempt_at = now()
+     WHERE o.id IN (
+        SELECT id FROM event_outbox
+         WHERE published_at IS NULL AND attempts > 0
+           AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[])))
+         ORDER BY seq
+         LIMIT :limit
+           FOR UPDATE SKIP LOCKED)
+    RETURNING {_FAILING_COLUMNS}
+    """
+)
+
+
+def _failing(row: Mapping[str, Any]) -> FailingEvent:
+    return FailingEvent(
+        id=row["id"],
+        event_type=row["event_type"],
+        aggregate_type=row["aggregate_type"],
+        aggregate_id=row["aggregate_id"],
+        created_at=row["created_at"],
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        next_attempt_at=row["next_attempt_at"],
+        waiting_behind=row["waiting_behind"],
+    )
+
+
 def _envelope(raw: object) -> EventEnvelope:
     return EventEnvelope.from_json(json_value(raw))
 
@@ -216,6 +265,15 @@ class PostgresOutboxWriter(OutboxWriter):
                 await self.stage(envelope)
             return
         await self.session.execute(_STAGE_MANY, stage_params(envelopes))
+
+    async def failing(self, limit: int) -> list[FailingEvent]:
+        rows = await self.session.execute(_FAILING, {"limit": limit})
+        return [_failing(row) for row in rows.mappings()]
+
+    async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
+        ids = None if event_ids is None else list(event_ids)
+        rows = await self.session.execute(_RETRY_FAILING, {"ids": ids, "limit": limit})
+        return [_failing(row) for row in sorted(rows.mappings(), key=lambda row: row["seq"])]
 
 
 class _PostgresBatch(OutboxBatch):

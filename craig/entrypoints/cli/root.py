@@ -19,6 +19,7 @@ from craig.entrypoints.cli.db import db
 from craig.entrypoints.cli.dlx import dlx
 from craig.entrypoints.cli.exchange import exchange_group
 from craig.entrypoints.cli.keys import keys_group
+from craig.entrypoints.cli.outbox import outbox_group
 from craig.entrypoints.cli.serve import serve
 from craig.entrypoints.cli.status import status
 from craig.entrypoints.cli.token import token
@@ -84,6 +85,7 @@ for command in (
     token,
     status,
     dlx,
+    outbox_group,
     unrouted_group,
     attachments_group,
     exchange_group,

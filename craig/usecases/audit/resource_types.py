@@ -23,6 +23,8 @@ RULE_SET: Final = "rule_set"
 FIELD_KEY: Final = "field_key"
 DEAD_LETTER: Final = "dead_letter"
 UNROUTED_EVENT: Final = "unrouted_event"
+#: An event of the transactional outbox (not yet published).
+OUTBOX_EVENT: Final = "outbox_event"
 AUDIT_ENTRY: Final = "audit_entry"
 CASE_HISTORY: Final = "case_history"
 #: An idempotent request answered again (its replay).
