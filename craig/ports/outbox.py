@@ -46,13 +46,24 @@ class OutboxWriter(Protocol):
         due again), oldest staged first."""
         ...
 
+    async def count_failing(self) -> FailingCounts:
+        """How many unpublished events have failed at least once, and how many of those are
+        backing off (not due yet)."""
+        ...
+
     async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
         """Make those of ``event_ids`` (or, without ids, up to ``limit`` of them, oldest first)
-        that are failing due now, ending their backoff; ``attempts`` and ``last_error`` stay. An
-        event a relay holds right now (it is being published) is skipped, not waited for; so is
-        one that is not failing (published, unknown). Returns the events made due, as they are
-        now."""
+        that are failing and backing off due now, ending their backoff; ``attempts`` and
+        ``last_error`` stay. An event held right now (a relay publishing it, another retry) is
+        skipped, not waited for; so is one that is not backing off (due already, published,
+        unknown). Returns the events made due, as they are now."""
         ...
+
+
+@attrs.frozen
+class FailingCounts:
+    failing: int
+    backing_off: int
 
 
 @attrs.frozen(kw_only=True)

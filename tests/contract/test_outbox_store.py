@@ -17,7 +17,7 @@ from craig.domain.constants import OUTBOX_BATCH_SIZE
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
 from craig.ports.messaging import Publisher
-from craig.ports.outbox import FailingEvent, PublishFailure
+from craig.ports.outbox import FailingCounts, FailingEvent, PublishFailure
 from craig.usecases.events import OutboxRelay
 from tests.support.backends import Backend
 
@@ -152,6 +152,12 @@ async def failing(backend: Backend, limit: int = 10) -> list[FailingEvent]:
         return await uow.outbox.failing(limit)
 
 
+async def count_failing(backend: Backend) -> FailingCounts:
+    uow = backend.uow()
+    async with uow:
+        return await uow.outbox.count_failing()
+
+
 async def retry_failing(backend: Backend, ids: list[uuid.UUID] | None, limit: int = 10) -> list[FailingEvent]:
     uow = backend.uow()
     async with uow:
@@ -185,6 +191,7 @@ async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend:
     now = backend.clock.now() if backend.clock else datetime.now(UTC)
     assert all(e.next_attempt_at > now + timedelta(minutes=59) for e in listed)
     assert [e.id for e in await failing(backend, limit=1)] == [poison.id]
+    assert await count_failing(backend) == FailingCounts(failing=2, backing_off=2)
     async with backend.outbox.claim_batch(10) as batch:
         assert list(batch.events) == []  # both backing off
 
@@ -192,6 +199,8 @@ async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend:
     retried = await retry_failing(backend, [poison.id, fine.id, behind.id, uuid.uuid4()])
     assert [(e.id, e.attempts, e.last_error) for e in retried] == [(poison.id, 1, "broker said no")]
     assert retried[0].next_attempt_at <= (backend.clock.now() if backend.clock else datetime.now(UTC))
+    assert await count_failing(backend) == FailingCounts(failing=2, backing_off=1)
+    assert await retry_failing(backend, [poison.id]) == []  # due already: nothing to end
     async with backend.outbox.claim_batch(10) as batch:
         assert [r.envelope for r in batch.events] == [poison, behind]  # due now, in order
         # One a relay is publishing right now is skipped, not waited for.
@@ -203,6 +212,7 @@ async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend:
         assert [r.envelope for r in batch.events] == [other]
         await batch.mark_published([r.id for r in batch.events])
     assert await failing(backend) == [] and await retry_failing(backend, None) == []
+    assert await count_failing(backend) == FailingCounts(failing=0, backing_off=0)
 
 
 async def test_a_backoff_runs_from_when_the_failure_is_recorded_not_from_the_claim(backend: Backend) -> None:

@@ -186,10 +186,11 @@ async def test_failing_outbox_events_are_listed_and_their_backoff_ended(tmp_path
         assert f"{poison.id}  tests.happened aggregate=test:P attempts=1 " in listed.stdout
         assert "waiting_behind=1 " in listed.stdout and "last_error: broker said no" in listed.stdout
         assert str(behind.id) not in listed.stdout  # never failed: it waits, it is not failing
+        assert craig("outbox", "failing", "--limit", "1", env=env).stdout.startswith("1 of 2 failing events\n")
 
         unknown = uuid.uuid4()
         retried = craig("outbox", "retry", "--id", str(poison.id), "--id", str(unknown), env=env)
-        assert retried.returncode == 1 and "not retried (no such failing event" in retried.stderr
+        assert retried.returncode == 1 and "not retried (not a failing event backing off" in retried.stderr
         assert str(unknown) in retried.stderr
         assert retried.stdout.startswith(f"retried {poison.id}  tests.happened") and retried.stdout.endswith(
             "\n1 retried\n"
@@ -198,10 +199,32 @@ async def test_failing_outbox_events_are_listed_and_their_backoff_ended(tmp_path
             assert [r.envelope.id for r in batch.events] == [poison.id, behind.id]  # due now, in order
             await batch.mark_published([r.id for r in batch.events])
 
+        nothing = craig("outbox", "retry", "--id", str(unknown), env=env)  # changes nothing, records nothing
+        assert nothing.returncode == 1 and nothing.stdout == "0 retried\n"
+        assert craig("outbox", "retry", "--all", "--id", str(poison.id), env=env).returncode == 2
+        assert craig("outbox", "retry", "--id", str(poison.id), "--limit", "1", env=env).returncode == 2
         every = craig("outbox", "retry", "--all", env=env)
         assert every.returncode == 0 and every.stdout.endswith("\n1 retried\n"), every.stderr
-        assert craig("outbox", "retry", "--all", "--id", str(poison.id), env=env).returncode == 2
         assert await operator_entries(pg_url) == [
             operator("outbox_retry", "outbox_event", None, [str(poison.id)]),
             operator("outbox_retry", "outbox_event", "all", [str(other.id)]),
         ]
+
+
+async def test_a_retry_of_every_failing_event_says_when_some_still_back_off(tmp_path: Path, pg_url: str) -> None:
+    """``--all`` stops at ``--limit``: what it left backing off is counted on stderr (exit 1),
+    and a run again takes the rest."""
+    events = [event(f"A{n}", n) for n in range(3)]
+    async with postgres_backend(pg_url) as backend:
+        uow = backend.uow()
+        async with uow:
+            await uow.outbox.stage_many(events)
+            await uow.commit()
+        async with backend.outbox.claim_batch(10) as batch:
+            await batch.mark_failed([PublishFailure(r.id, "nack", timedelta(hours=1)) for r in batch.events])
+        env = production(tmp_path, pg_url)
+        first = craig("outbox", "retry", "--all", "--limit", "2", env=env)
+        assert first.returncode == 1 and first.stdout.endswith("\n2 retried\n"), first.stderr
+        assert "craig: 1 failing events still back off" in first.stderr
+        second = craig("outbox", "retry", "--all", env=env)
+        assert second.returncode == 0 and second.stdout.endswith("\n1 retried\n"), second.stderr

@@ -148,6 +148,7 @@ SOME_ID = str(uuid.uuid4())
         (["outbox", "retry"], "--id EVENT_ID (once or more) or --all"),
         (["outbox", "retry", "--all", "--id", SOME_ID], "not both"),
         (["outbox", "failing", "--limit", "0"], "--limit"),
+        (["outbox", "retry", "--id", SOME_ID, "--limit", "5"], "--limit goes with --all"),
         (["unrouted", "replay", "--all", "--id", SOME_ID], "not both"),
         (["unrouted", "discard"], "Missing option '--id'"),
         (["exchange", "failed", "--limit", "0"], "--limit"),

@@ -15,6 +15,7 @@ from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
+    FailingCounts,
     FailingEvent,
     OutboxBatch,
     OutboxRecord,
@@ -68,14 +69,21 @@ class MemoryOutboxWriter(OutboxWriter):
         tx = await self.session.tx()
         return _failing_events(tx.rows(TABLE), _failing_rows(tx.rows(TABLE))[:limit])
 
+    async def count_failing(self) -> FailingCounts:
+        tx = await self.session.tx()
+        rows, now = _failing_rows(tx.rows(TABLE)), tx.db.now()
+        return FailingCounts(failing=len(rows), backing_off=sum(1 for r in rows if r.next_attempt_at > now))
+
     async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
         tx = await self.session.tx()
         wanted = None if event_ids is None else set(event_ids)
         held = tx.db.held(TABLE)  # in a relay's batch: being published right now, so skipped
-        chosen = [r for r in _failing_rows(tx.rows(TABLE)) if (wanted is None or r.id in wanted) and r.id not in held][
-            :limit
-        ]
         now = tx.db.now()
+        chosen = [
+            r
+            for r in _failing_rows(tx.rows(TABLE))
+            if (wanted is None or r.id in wanted) and r.id not in held and r.next_attempt_at > now
+        ][:limit]
         for row in chosen:
             tx.put(TABLE, row.id, attrs.evolve(row, next_attempt_at=now))
         return _failing_events(tx.rows(TABLE), [tx.get(TABLE, row.id) for row in chosen])

@@ -40,6 +40,7 @@ from craig.adapters.telemetry import stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
+    FailingCounts,
     FailingEvent,
     OutboxBatch,
     OutboxRecord,
@@ -193,32 +194,46 @@ _STATS = text(
 
 # --- for operators ----------------------------------------------------------------------------------
 #: What an operator sees of a failing event; ``o`` is its row. The count of the events waiting
-#: behind it reads idx_event_outbox_aggregate_pending; the failing rows, idx_event_outbox_backing_off.
+#: behind it reads idx_event_outbox_aggregate_pending.
 _FAILING_COLUMNS = """o.id, o.seq, o.event_type, o.aggregate_type, o.aggregate_id, o.created_at, o.attempts,
        o.last_error, o.next_attempt_at,
        (SELECT count(*) FROM event_outbox b
          WHERE b.published_at IS NULL AND b.aggregate_type = o.aggregate_type
            AND b.aggregate_id = o.aggregate_id AND b.seq > o.seq) AS waiting_behind"""
+#: The failing events' ids, read whole from their partial index (idx_event_outbox_backing_off)
+#: before anything is ordered or limited: ordered by ``seq`` with a small LIMIT, the planner
+#: would rather walk every pending event in ``seq`` order (idx_event_outbox_pending) and filter,
+#: which costs the whole backlog, and a backlog is when an operator asks.
+_FAILING_IDS = """SELECT id FROM event_outbox
+                    WHERE published_at IS NULL AND attempts > 0
+                      AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[])))"""
 _FAILING = text(
     f"""
+    WITH failing AS MATERIALIZED ({_FAILING_IDS})
     SELECT {_FAILING_COLUMNS}
       FROM event_outbox o
-     WHERE o.published_at IS NULL AND o.attempts > 0
+     WHERE o.id = ANY(ARRAY(SELECT id FROM failing))
      ORDER BY o.seq
      LIMIT :limit
     """
 )
+_COUNT_FAILING = text(
+    """SELECT count(*) AS failing, count(*) FILTER (WHERE next_attempt_at > now()) AS backing_off
+         FROM event_outbox WHERE published_at IS NULL AND attempts > 0"""
+)
 # Rows a relay holds (being published right now) are skipped, never waited for.
 _RETRY_FAILING = text(
     f"""
-    UPDATE event_outbox o SET next_attempt_at = now()
-     WHERE o.id IN (
+    WITH failing AS MATERIALIZED ({_FAILING_IDS}),
+    chosen AS (
         SELECT id FROM event_outbox
-         WHERE published_at IS NULL AND attempts > 0
-           AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[])))
+         WHERE id = ANY(ARRAY(SELECT id FROM failing)) AND next_attempt_at > now()
          ORDER BY seq
          LIMIT :limit
            FOR UPDATE SKIP LOCKED)
+    UPDATE event_outbox o SET next_attempt_at = now()
+      FROM chosen
+     WHERE o.id = chosen.id AND o.published_at IS NULL AND o.attempts > 0
     RETURNING {_FAILING_COLUMNS}
     """
 )
@@ -267,8 +282,12 @@ class PostgresOutboxWriter(OutboxWriter):
         await self.session.execute(_STAGE_MANY, stage_params(envelopes))
 
     async def failing(self, limit: int) -> list[FailingEvent]:
-        rows = await self.session.execute(_FAILING, {"limit": limit})
+        rows = await self.session.execute(_FAILING, {"ids": None, "limit": limit})
         return [_failing(row) for row in rows.mappings()]
+
+    async def count_failing(self) -> FailingCounts:
+        row = (await self.session.execute(_COUNT_FAILING)).mappings().one()
+        return FailingCounts(failing=row["failing"], backing_off=row["backing_off"])
 
     async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
         ids = None if event_ids is None else list(event_ids)

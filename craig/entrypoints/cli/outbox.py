@@ -29,14 +29,16 @@ def outbox_group() -> None:
 @limit_option(FAILED_LIST_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT)
 def failing(limit: int) -> int:
     """List failing events, oldest staged first: id, type, aggregate, attempts, when the next
-    attempt is due, how many events of its aggregate wait behind it, and the last error."""
+    attempt is due, how many events of its aggregate wait behind it, and the last error. The
+    first line says how many there are in all when --limit shows fewer."""
     container = bootstrap()
 
     async def main() -> int:
         async with running(container, parts=("database",)):
-            events = await container.failing_events().failing(limit)
-        echo(f"{len(events)} failing events")
-        for event in events:
+            found = await container.failing_events().failing(limit)
+        shown = len(found.events)
+        echo(f"{shown} failing events" if shown == found.total else f"{shown} of {found.total} failing events")
+        for event in found.events:
             _print_event("", event)
         return ExitCode.OK
 
@@ -44,32 +46,54 @@ def failing(limit: int) -> int:
 
 
 @outbox_group.command(
-    epilog=exit_codes(action_needed="an --id given was not retried (named on stderr): not a failing event")
+    epilog=exit_codes(
+        action_needed="an --id given was not retried (named on stderr), or failing events still back off after "
+        "--all (more than --limit)"
+    )
 )
 @ids_option("EVENT_ID", "A failing event's id, as `craig outbox failing` lists it", required=False)
 @click.option("--all", "every", is_flag=True, help="Every failing event (up to --limit), oldest first.")
-@limit_option(DLX_REPLAY_DEFAULT_LIMIT, FAILED_LIST_MAX_LIMIT)
-def retry(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
-    """End the backoff of failing events once the cause is fixed: each is due now, and a running
-    relay publishes it (and the events waiting behind it) within its poll interval. Its
-    attempts and last error stay. Give --id once or more, or --all. Recorded in the audit trail
-    (outbox_retry) in the same transaction. An event a relay is publishing at that moment is
-    left to it. The retried events are listed on stdout, then the count."""
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1, max=FAILED_LIST_MAX_LIMIT),
+    default=None,
+    metavar="N",
+    help=f"With --all: at most this many (default {DLX_REPLAY_DEFAULT_LIMIT:,}).",
+)
+def retry(ids: tuple[uuid.UUID, ...], every: bool, limit: int | None) -> int:
+    """End the backoff of failing events once the cause is fixed: each one backing off is due
+    now, and a running relay publishes it (and the events waiting behind it) within its poll
+    interval. Its attempts and last error stay. Give --id once or more, or --all. Recorded in the audit trail
+    (outbox_retry, naming the events made due) in the same transaction. An event held at that
+    moment (a relay publishing it, or another retry) is left alone. The retried events are
+    listed on stdout, then the count; after --all, a count of failing events that still back
+    off (beyond --limit, or held) goes to stderr."""
     chosen = ids_or_all(ids, every)  # a usage error before anything starts
-    return run(retry_failing_events(bootstrap(), chosen, limit))
+    if chosen is not None and limit is not None:
+        raise click.UsageError("--limit goes with --all; with --id, every id given is retried")
+    return run(retry_failing_events(bootstrap(), chosen, limit or DLX_REPLAY_DEFAULT_LIMIT))
 
 
 async def retry_failing_events(container: Container, ids: Sequence[uuid.UUID] | None, limit: int) -> int:
     async with running(container, parts=("database",)):
-        events = await container.failing_events().retry(ids, limit)
-    for event in events:
+        report = await container.failing_events().retry(ids, limit)
+    for event in report.retried:
         _print_event("retried ", event)
-    echo(f"{len(events)} retried")
-    missing = sorted(set(ids or ()) - {event.id for event in events}, key=str)
+    echo(f"{len(report.retried)} retried")
+    if ids is None:
+        if report.backing_off:
+            click.echo(
+                f"craig: {report.backing_off} failing events still back off (more than --limit, or held by a relay "
+                "right now): run `craig outbox retry --all` again",
+                err=True,
+            )
+            return ExitCode.ACTION_NEEDED
+        return ExitCode.OK
+    missing = sorted(set(ids) - {event.id for event in report.retried}, key=str)
     if missing:
         click.echo(
-            "craig: not retried (no such failing event, or it is held right now: a relay publishing it, "
-            "or another retry): " + ", ".join(map(str, missing)),
+            "craig: not retried (not a failing event backing off: due already, published, unknown, or held "
+            "right now by a relay publishing it or another retry): " + ", ".join(map(str, missing)),
             err=True,
         )
         return ExitCode.ACTION_NEEDED

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 from uuid import UUID
 
+import attrs
+
 from craig.domain.audit import AuditAction
 from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.ports.outbox import FailingEvent, HasOutbox
@@ -28,32 +30,56 @@ class FailingEventsWork(AuditWork, HasOutbox, Protocol):
     """The unit of work :class:`FailingEvents` uses."""
 
 
+@attrs.frozen
+class FailingList:
+    events: list[FailingEvent]
+    #: Every failing event, shown or not.
+    total: int
+
+
+@attrs.frozen
+class RetryReport:
+    retried: list[FailingEvent]
+    #: Failing events still backing off once the retry committed (beyond its limit, held by a
+    #: relay or another retry, or not asked for).
+    backing_off: int
+
+
 class FailingEvents:
     def __init__(self, uow_factory: Callable[[], FailingEventsWork]) -> None:
         self.uow_factory = uow_factory
 
-    async def failing(self, limit: int) -> list[FailingEvent]:
-        """Up to ``limit`` failing events, oldest staged first."""
+    async def failing(self, limit: int) -> FailingList:
+        """Up to ``limit`` failing events, oldest staged first, and how many there are."""
         uow = self.uow_factory()
         async with uow:
-            return await uow.outbox.failing(limit)
+            events = await uow.outbox.failing(limit)
+            counts = await uow.outbox.count_failing()
+        return FailingList(events, max(counts.failing, len(events)))
 
-    async def retry(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
-        """Make those of ``event_ids`` that are failing (or, without ids, up to ``limit``, oldest
-        first) due now, in one transaction with an ``outbox_retry`` entry naming the events made
-        due (its ``resource_id`` is ``all`` for a retry without ids). An id that is not a
-        failing event (published, unknown, or being published by a relay right now) changes
-        nothing and is not returned."""
+    async def retry(self, event_ids: Sequence[UUID] | None, limit: int) -> RetryReport:
+        """Make those of ``event_ids`` that are failing and backing off (or, without ids, up to
+        ``limit``, oldest first) due now, in one transaction with ``outbox_retry`` entries
+        naming the events made due (one entry per ``AUDIT_MAX_RESOURCE_IDS`` of them;
+        ``resource_id`` ``all`` for a retry without ids). An id that is not backing off (due
+        already, published, unknown, or held by a relay or another retry right now) changes
+        nothing and is not returned; a retry that made nothing due records nothing."""
         wanted = None if event_ids is None else sorted(set(event_ids), key=str)
         uow = self.uow_factory()
         async with uow:
             retried = await uow.outbox.retry_failing(wanted, limit if wanted is None else len(wanted))
-            entry = operator_entry(
-                AuditAction.OUTBOX_RETRY,
-                OUTBOX_EVENT,
-                EVERY_FAILING_EVENT if wanted is None else None,
-                resource_ids=[event.id for event in retried][:AUDIT_MAX_RESOURCE_IDS],
-            )
-            await uow.audit.append([entry])
+            ids = [event.id for event in retried]
+            entries = [
+                operator_entry(
+                    AuditAction.OUTBOX_RETRY,
+                    OUTBOX_EVENT,
+                    EVERY_FAILING_EVENT if wanted is None else None,
+                    resource_ids=ids[start : start + AUDIT_MAX_RESOURCE_IDS],
+                )
+                for start in range(0, len(ids), AUDIT_MAX_RESOURCE_IDS)
+            ]
+            if entries:
+                await uow.audit.append(entries)
+            counts = await uow.outbox.count_failing()
             await uow.commit()
-        return retried
+        return RetryReport(retried, counts.backing_off)
