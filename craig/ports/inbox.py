@@ -74,6 +74,13 @@ class InboxStore(Protocol):
         """Dead-lettered rows, in their original order."""
         ...
 
+    async def dead_letter(self, consumer: str, event_id: UUID, error: str) -> bool:
+        """Dead-letter a row that can never be delivered (its stored envelope is not one this
+        version of Craig can read): ``failed_at`` now, ``last_error`` ``error``, so operators see it
+        (``craig dlx list``) and can discard it. False when the row is gone, processed or dead
+        already."""
+        ...
+
     async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
         """Delete a dead-lettered row (an operator gave up on it); False when there is none."""
         ...

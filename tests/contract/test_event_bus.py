@@ -14,14 +14,14 @@ import pytest
 from dependency_injector import providers
 from sqlalchemy import text
 
-from craig.adapters.inprocess.bus import InProcessBus
+from craig.adapters.inprocess.bus import UNREADABLE_ENVELOPE, InProcessBus
 from craig.domain.events import EventEnvelope
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from craig.entrypoints.operations import collect_status, metric_refreshers
 from craig.entrypoints.workers.messaging import consumers_running, relay_loop
 from craig.entrypoints.workers.runner import _loops_running
-from craig.ports.messaging import NonRetryable, Subscription
+from craig.ports.messaging import UNROUTED, NonRetryable, Subscription
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.events import stage_event
 from tests.support.buses import BUS_KINDS, bus_container
@@ -378,3 +378,36 @@ async def test_an_unrouted_event_is_replayed_once_a_consumer_takes_it_and_discar
         assert [e.event_id for e in gone] == [nobodys.id]
         await _eventually(lambda: _count_is(unrouted, 0), "none left")
     assert recorder.calls[late.id] == 1
+
+
+async def test_an_inbox_row_no_version_can_read_is_dead_lettered_and_blocks_nothing(bus: Container) -> None:
+    """A row whose stored envelope cannot be read (written by another version of Craig, or by
+    hand) once failed every claim of its consumer, so the in-process consumer delivered nothing
+    more. It is now dead-lettered for an operator (listed, discardable), and the rest flow."""
+    if bus.settings().profile.value == "memory" or hasattr(bus.event_bus(), "broker"):
+        pytest.skip("only the in-process bus on PostgreSQL keeps envelopes as JSON a version may not read")
+    recorder = Recorder()
+    subscription = Subscription("recorder", ("tests.*",), recorder)
+    consumer = subscription.inbox_consumer(bus.instance_id())
+    unreadable, unrouted = uuid.uuid4(), uuid.uuid4()
+    async with bus.postgres().transaction() as conn:
+        for key, ident in ((consumer, unreadable), (UNROUTED, unrouted)):
+            await conn.execute(
+                text(
+                    "INSERT INTO event_inbox (consumer, event_id, envelope, queue, received_at, next_attempt_at) "
+                    "VALUES (:consumer, :id, CAST(:envelope AS jsonb), :queue, now() - interval '1 minute', now())"
+                ),
+                {"consumer": key, "id": ident, "envelope": '{"id": "not a uuid", "type": 7}', "queue": "q"},
+            )
+    store = bus.inbox_store()
+    # Listing reads it as an event it cannot show, not as an error.
+    assert [(e.event_id, e.event_type) for e in await bus.unrouted_events().peek(10)] == [(unrouted, "unparseable")]
+    wanted = _event()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        await bus.event_bus().publish(wanted)
+        await _eventually(lambda: _has_effect(bus, wanted.id), "the event after the unreadable row")
+    [dead] = await store.dead_letters(10)
+    assert (dead.event_id, dead.envelope, dead.last_error) == (unreadable, None, UNREADABLE_ENVELOPE)
+    assert [letter.event_type for letter in await bus.dead_letter_operations().peek(10)] == ["unknown"]
+    assert await store.discard_dead(consumer, unreadable) and await store.dead_letters(10) == []
+    await store.delete_waiting(UNROUTED, unrouted)

@@ -223,3 +223,26 @@ async def test_unrouted_rows_are_purged_after_the_retention_and_other_waiting_ro
     await store.enqueue(UNROUTED, fresh, UNROUTED)
     assert await store.purge_processed(timedelta(seconds=0.2), 100) == 1
     assert await store.waiting(UNROUTED) == 1 and await store.waiting("c") == 1
+
+
+async def test_a_row_that_can_never_be_delivered_is_dead_lettered_once(backend: Backend) -> None:
+    store = inbox(backend)
+    bad, done, fine = event(), event(), event()
+    for envelope in (bad, done, fine):
+        await store.enqueue("c", envelope, "q.c")
+    uow = backend.uow()
+    async with uow:
+        await uow.inbox.begin_attempt("c", done, "q.c")
+        await uow.inbox.mark_processed("c", done.id)
+        await uow.commit()
+    assert await store.dead_letter("c", bad.id, "unreadable")
+    assert not await store.dead_letter("c", bad.id, "again")  # dead already
+    assert not await store.dead_letter("c", done.id, "unreadable")  # processed: left alone
+    assert not await store.dead_letter("c", uuid.uuid4(), "unreadable") and not await store.dead_letter(
+        "other", fine.id, "unreadable"
+    )
+    [dead] = await store.dead_letters(10)
+    assert (dead.event_id, dead.last_error, dead.error_count) == (bad.id, "unreadable", 1)
+    assert dead.failed_at is not None and dead.first_failed_at is not None
+    assert [r.event_id for r in await store.claim_due(["c"], 10, timedelta(seconds=5))] == [fine.id]
+    assert await store.discard_dead("c", bad.id) and await store.dead_letters(10) == []

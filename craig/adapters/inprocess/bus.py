@@ -48,6 +48,9 @@ from craig.ports.messaging import (
 
 log = structlog.get_logger(__name__)
 
+#: The ``last_error`` of an inbox row whose stored envelope cannot be read, dead-lettered.
+UNREADABLE_ENVELOPE = "its stored envelope is not an event this version of Craig can read"
+
 QUEUE_PREFIX = "inprocess"
 
 
@@ -114,6 +117,14 @@ class InProcessBus(EventBus):
                 for record in records:
                     if record.envelope is not None:
                         await _delivered(delivery, record.envelope, record.queue or queue_name(consumer))
+                    elif await self.inbox.dead_letter(consumer, record.event_id, UNREADABLE_ENVELOPE):
+                        # Never deliverable (written by another version, or by hand): an operator's
+                        # to look at (craig dlx list) and discard, not a row leased again forever.
+                        log.error(
+                            "inbox row dead-lettered: " + UNREADABLE_ENVELOPE,
+                            consumer=consumer,
+                            event_id=str(record.event_id),
+                        )
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the lease brings the rows back; keep consuming

@@ -145,6 +145,23 @@ class MemoryInboxStore(InboxStore):
             dead: list[InboxRow] = sorted(tx.select(TABLE, lambda r: r.failed_at is not None), key=lambda r: r.sequence)
             return [r.record() for r in dead[:limit]]
 
+    async def dead_letter(self, consumer: str, event_id: UUID, error: str) -> bool:
+        async with self.db.transaction() as tx:
+            row: InboxRow | None = tx.get(TABLE, (consumer, event_id))
+            if row is None or row.processed_at is not None or row.failed_at is not None:
+                return False
+            now = tx.db.now()
+            _update(
+                tx,
+                consumer,
+                event_id,
+                failed_at=now,
+                last_error=error,
+                error_count=row.error_count + 1,
+                first_failed_at=row.first_failed_at or now,
+            )
+            return True
+
     async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
         async with self.db.transaction() as tx:
             row: InboxRow | None = tx.get(TABLE, (consumer, event_id))

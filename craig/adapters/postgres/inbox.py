@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+import structlog
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TEXT
 from sqlalchemy.sql import bindparam
@@ -18,6 +19,8 @@ from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.events import EventEnvelope
 from craig.ports.inbox import InboxRecord, InboxRepository, InboxStats, InboxStore
 from craig.ports.messaging import UNROUTED
+
+log = structlog.get_logger(__name__)
 
 _COLUMNS = """consumer, event_id, envelope, queue, received_at, processed_at, failed_at, error_count,
               last_error, first_failed_at"""
@@ -47,6 +50,15 @@ _FAILURE = text(
 _DISCARD_DEAD = text(
     "DELETE FROM event_inbox WHERE consumer = :consumer AND event_id = :event_id AND failed_at IS NOT NULL "
     "RETURNING event_id"
+)
+_DEAD_LETTER = text(
+    """
+    UPDATE event_inbox
+       SET failed_at = now(), last_error = :error, error_count = error_count + 1,
+           first_failed_at = coalesce(first_failed_at, now())
+     WHERE consumer = :consumer AND event_id = :event_id AND processed_at IS NULL AND failed_at IS NULL
+    RETURNING event_id
+    """
 )
 _RESET = text(
     """
@@ -154,8 +166,19 @@ PURGE_BROADCAST = text(
 
 
 def _record(row: Mapping[Any, Any]) -> InboxRecord:
+    """The row; its envelope None when it is not one this version can read (written by another
+    version, or by hand), so one such row never fails the rows read with it."""
     raw = row["envelope"]
-    envelope = EventEnvelope.from_json(json_value(raw)) if raw else None
+    try:
+        envelope = EventEnvelope.from_json(json_value(raw)) if raw else None
+    except (ValueError, KeyError, TypeError) as error:
+        log.warning(
+            "an inbox row's envelope cannot be read",
+            consumer=row["consumer"],
+            event_id=str(row["event_id"]),
+            error=f"{type(error).__name__}: {error}"[:200],
+        )
+        envelope = None
     return InboxRecord(
         consumer=row["consumer"],
         event_id=row["event_id"],
@@ -219,6 +242,11 @@ class PostgresInboxStore(InboxStore):
     async def dead_letters(self, limit: int) -> list[InboxRecord]:
         async with self.database.transaction() as conn:
             return [_record(r) for r in (await conn.execute(_DEAD, {"limit": limit})).mappings()]
+
+    async def dead_letter(self, consumer: str, event_id: UUID, error: str) -> bool:
+        params = {"consumer": consumer, "event_id": event_id, "error": error}
+        async with self.database.transaction() as conn:
+            return (await conn.execute(_DEAD_LETTER, params)).first() is not None
 
     async def discard_dead(self, consumer: str, event_id: UUID) -> bool:
         async with self.database.transaction() as conn:
