@@ -185,11 +185,18 @@ def _with_ours(headers: Any, request_id: bytes, allow: bytes | None = None) -> l
     """The answer's headers with Craig's own: ``X-Request-ID`` and HSTS replace any the app set,
     ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``. An ``Allow``
     header becomes ``allow`` (the route's, when it is known), else names ``HEAD`` with ``GET``."""
-    kept = [(name, value) for name, value in headers if name.lower() not in _REPLACED]
-    for at, (name, value) in enumerate(kept):
-        if name.lower() == _ALLOW:
-            kept[at] = (name, allow if allow is not None else _with_head(value))
-    if not any(name.lower() == _NOSNIFF for name, _ in kept):
+    kept: list[tuple[bytes, bytes]] = []
+    nosniff = False
+    for name, value in headers:  # one pass: this runs for every answer
+        lower = name.lower()
+        if lower in _REPLACED:
+            continue
+        if lower == _NOSNIFF:
+            nosniff = True
+        elif lower == _ALLOW:
+            value = allow if allow is not None else _with_head(value)
+        kept.append((name, value))
+    if not nosniff:
         kept.append((_NOSNIFF, b"nosniff"))
     kept += _ADDED
     kept.append((_REQUEST_ID, request_id))
