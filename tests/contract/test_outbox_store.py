@@ -195,8 +195,13 @@ async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend:
     async with backend.outbox.claim_batch(10) as batch:
         assert list(batch.events) == []  # both backing off
 
-    # By id: only a failing event is retried (not a published, pending or unknown one).
+    # By id: only a failing event is retried (not a published, pending or unknown one), and the
+    # relays are woken as for a staged event.
+    waiter = asyncio.create_task(backend.outbox.wait_for_events(timedelta(seconds=60)))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
     retried = await retry_failing(backend, [poison.id, fine.id, behind.id, uuid.uuid4()])
+    await asyncio.wait_for(waiter, 20)  # woken by NOTIFY; the bound only stops a hung test
     assert [(e.id, e.attempts, e.last_error) for e in retried] == [(poison.id, 1, "broker said no")]
     assert retried[0].next_attempt_at <= (backend.clock.now() if backend.clock else datetime.now(UTC))
     assert await count_failing(backend) == FailingCounts(failing=2, backing_off=1)

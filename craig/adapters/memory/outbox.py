@@ -86,6 +86,8 @@ class MemoryOutboxWriter(OutboxWriter):
         ][:limit]
         for row in chosen:
             tx.put(TABLE, row.id, attrs.evolve(row, next_attempt_at=now))
+        if chosen:  # wake the relays when this commits, as a staged event does
+            tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL))
         return _failing_events(tx.rows(TABLE), [tx.get(TABLE, row.id) for row in chosen])
 
 

@@ -217,6 +217,8 @@ _FAILING = text(
      LIMIT :limit
     """
 )
+#: What the insert trigger sends: delivered at COMMIT, so the relays claim what a retry made due.
+_WAKE_RELAYS = text(f"SELECT pg_notify('{CHANNEL}', '')")
 _COUNT_FAILING = text(
     """SELECT count(*) AS failing, count(*) FILTER (WHERE next_attempt_at > now()) AS backing_off
          FROM event_outbox WHERE published_at IS NULL AND attempts > 0"""
@@ -292,7 +294,10 @@ class PostgresOutboxWriter(OutboxWriter):
     async def retry_failing(self, event_ids: Sequence[UUID] | None, limit: int) -> list[FailingEvent]:
         ids = None if event_ids is None else list(event_ids)
         rows = await self.session.execute(_RETRY_FAILING, {"ids": ids, "limit": limit})
-        return [_failing(row) for row in sorted(rows.mappings(), key=lambda row: row["seq"])]
+        retried = [_failing(row) for row in sorted(rows.mappings(), key=lambda row: row["seq"])]
+        if retried:  # wake the relays when this commits, as a staged event does
+            await self.session.execute(_WAKE_RELAYS)
+        return retried
 
 
 class _PostgresBatch(OutboxBatch):

@@ -62,8 +62,8 @@ def failing(limit: int) -> int:
 )
 def retry(ids: tuple[uuid.UUID, ...], every: bool, limit: int | None) -> int:
     """End the backoff of failing events once the cause is fixed: each one backing off is due
-    now, and a running relay publishes it (and the events waiting behind it) within its poll
-    interval. Its attempts and last error stay. Give --id once or more, or --all. Recorded in the audit trail
+    now, and the running relays are woken to publish it (and the events waiting behind it).
+    Its attempts and last error stay. Give --id once or more, or --all. Recorded in the audit trail
     (outbox_retry, naming the events made due) in the same transaction. An event held at that
     moment (a relay publishing it, or another retry) is left alone. The retried events are
     listed on stdout, then the count; after --all, a count of failing events that still back
