@@ -389,15 +389,20 @@ async def test_an_inbox_row_no_version_can_read_is_dead_lettered_and_blocks_noth
     recorder = Recorder()
     subscription = Subscription("recorder", ("tests.*",), recorder)
     consumer = subscription.inbox_consumer(bus.instance_id())
-    unreadable, unrouted = uuid.uuid4(), uuid.uuid4()
+    unreadable, deep, unrouted = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    nested = "[" * 5000 + "]" * 5000  # deeper than Python's JSON parser goes
     async with bus.postgres().transaction() as conn:
-        for key, ident in ((consumer, unreadable), (UNROUTED, unrouted)):
+        for key, ident, envelope in (
+            (consumer, unreadable, '{"id": "not a uuid", "type": 7}'),
+            (consumer, deep, nested),
+            (UNROUTED, unrouted, '{"id": "not a uuid", "type": 7}'),
+        ):
             await conn.execute(
                 text(
                     "INSERT INTO event_inbox (consumer, event_id, envelope, queue, received_at, next_attempt_at) "
                     "VALUES (:consumer, :id, CAST(:envelope AS jsonb), :queue, now() - interval '1 minute', now())"
                 ),
-                {"consumer": key, "id": ident, "envelope": '{"id": "not a uuid", "type": 7}', "queue": "q"},
+                {"consumer": key, "id": ident, "envelope": envelope, "queue": "q"},
             )
     store = bus.inbox_store()
     # Listing reads it as an event it cannot show, not as an error.
@@ -406,8 +411,16 @@ async def test_an_inbox_row_no_version_can_read_is_dead_lettered_and_blocks_noth
     async with consumers_running(bus, subscriptions=[subscription]):
         await bus.event_bus().publish(wanted)
         await _eventually(lambda: _has_effect(bus, wanted.id), "the event after the unreadable row")
-    [dead] = await store.dead_letters(10)
-    assert (dead.event_id, dead.envelope, dead.last_error) == (unreadable, None, UNREADABLE_ENVELOPE)
-    assert [letter.event_type for letter in await bus.dead_letter_operations().peek(10)] == ["unknown"]
-    assert await store.discard_dead(consumer, unreadable) and await store.dead_letters(10) == []
+    dead = await store.dead_letters(10)
+    assert sorted((d.event_id, d.envelope, d.last_error) for d in dead) == sorted(
+        (ident, None, UNREADABLE_ENVELOPE) for ident in (unreadable, deep)
+    )
+    operations = bus.dead_letter_operations()
+    assert [letter.event_type for letter in await operations.peek(10)] == ["unknown", "unknown"]
+    # A replay would only dead-letter it again: it is left for a discard, and named as not replayed.
+    assert await operations.replay([unreadable], 10) == []
+    assert [d.error_count for d in await store.dead_letters(10)] == [1, 1]
+    for ident in (unreadable, deep):
+        assert await store.discard_dead(consumer, ident)
+    assert await store.dead_letters(10) == []
     await store.delete_waiting(UNROUTED, unrouted)

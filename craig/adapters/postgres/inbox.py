@@ -22,7 +22,9 @@ from craig.ports.messaging import UNROUTED
 
 log = structlog.get_logger(__name__)
 
-_COLUMNS = """consumer, event_id, envelope, queue, received_at, processed_at, failed_at, error_count,
+# The envelope comes as text and is parsed by _record, so a row whose JSON cannot be decoded
+# (nested past the parser's depth, say) fails only itself, never the rows read with it.
+_COLUMNS = """consumer, event_id, envelope::text AS envelope, queue, received_at, processed_at, failed_at, error_count,
               last_error, first_failed_at"""
 
 _BEGIN = text(
@@ -171,7 +173,7 @@ def _record(row: Mapping[Any, Any]) -> InboxRecord:
     raw = row["envelope"]
     try:
         envelope = EventEnvelope.from_json(json_value(raw)) if raw else None
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
         log.warning(
             "an inbox row's envelope cannot be read",
             consumer=row["consumer"],
