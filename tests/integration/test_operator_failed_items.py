@@ -29,6 +29,7 @@ from tests.integration.test_audit_operator_commands import craig, operator, oper
 from tests.support.backends import postgres_backend
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.exchange_data import add_partner, add_transaction
+from tests.support.plans import explain_analyze, rows_examined
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -228,3 +229,44 @@ async def test_a_retry_of_every_failing_event_says_when_some_still_back_off(tmp_
         assert "craig: 1 failing events still back off" in first.stderr
         second = craig("outbox", "retry", "--all", env=env)
         assert second.returncode == 0 and second.stdout.endswith("\n1 retried\n"), second.stderr
+
+
+async def test_the_failing_events_are_read_from_their_index_however_long_the_backlog(pg_url: str) -> None:
+    """``craig outbox failing|retry`` on 100,000 pending events (and as many published), 20 of them failing:
+    each statement reads the failing rows and their keys, never the backlog (with a small limit,
+    ordered by ``seq``, the planner would rather walk every pending event and filter)."""
+    from craig.adapters.postgres import outbox
+
+    async with postgres_backend(pg_url) as backend:
+        database = backend.postgres
+        async with database.transaction() as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO event_outbox (id, envelope, event_type, aggregate_type, aggregate_id) "
+                    "SELECT gen_random_uuid(), '{}'::jsonb, 't', 'a', (g % 5000)::text "
+                    "FROM generate_series(1, 200000) AS g"
+                )
+            )
+            # History: events published after a failed attempt (an outage), so the planner sees
+            # failures as common, as it does on a deployment that has had one.
+            await conn.execute(
+                text(
+                    "UPDATE event_outbox SET published_at = now(), attempts = 1 "
+                    "WHERE id IN (SELECT id FROM event_outbox ORDER BY seq LIMIT 100000)"
+                )
+            )
+            await conn.execute(
+                text(
+                    "UPDATE event_outbox SET attempts = 1, last_error = 'nack', "
+                    "next_attempt_at = now() + interval '1 hour' "
+                    "WHERE id IN (SELECT id FROM event_outbox ORDER BY seq DESC LIMIT 20)"
+                )
+            )
+            await conn.execute(text("ANALYZE event_outbox"))
+        examined = {}
+        async with database.transaction() as conn:
+            plan = await explain_analyze(conn, outbox._FAILING, {"ids": None, "limit": 5})
+            examined["failing"] = rows_examined(plan, ["event_outbox"])
+            plan = await explain_analyze(conn, outbox._RETRY_FAILING, {"ids": None, "limit": 5})
+            examined["retry"] = rows_examined(plan, ["event_outbox"])
+    assert all(rows < 1_000 for rows in examined.values()), examined

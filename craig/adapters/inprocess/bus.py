@@ -178,18 +178,19 @@ class InboxDeadLetters(DeadLetterQueue):
         before_requeue: Callable[[DeadLetterInfo], Awaitable[None]],
     ) -> list[DeadLetterInfo]:
         wanted = set(event_ids) if event_ids is not None else None
-        letters: list[DeadLetterInfo] = []
+        chosen: list[DeadLetterInfo] = []
         for record in await self.inbox.dead_letters(INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS if wanted else limit):
-            if record.envelope is not None:
-                letters.append(_info(record))
-            elif wanted is None or record.event_id in wanted:
+            if wanted is not None and record.event_id not in wanted:
+                continue
+            if record.envelope is None:
                 # Replayed, it would only be dead-lettered again: it is for craig dlx discard.
                 log.warning(
                     "dead letter not replayed: " + UNREADABLE_ENVELOPE + "; discard it (craig dlx discard)",
                     event_id=str(record.event_id),
                     consumer=record.consumer,
                 )
-        chosen = [letter for letter in letters if wanted is None or letter.event_id in wanted][:limit]
+            elif len(chosen) < limit:
+                chosen.append(_info(record))
         for letter in chosen:
             await before_requeue(letter)  # resetting the row IS the requeue; the consumer polls it
         return chosen

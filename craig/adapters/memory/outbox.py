@@ -66,8 +66,8 @@ class MemoryOutboxWriter(OutboxWriter):
             await self.stage(envelope)
 
     async def failing(self, limit: int) -> list[FailingEvent]:
-        tx = await self.session.tx()
-        return _failing_events(tx.rows(TABLE), _failing_rows(tx.rows(TABLE))[:limit])
+        every = list((await self.session.tx()).rows(TABLE))
+        return _failing_events(every, _failing_rows(every)[:limit])
 
     async def count_failing(self) -> FailingCounts:
         tx = await self.session.tx()

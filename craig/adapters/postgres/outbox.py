@@ -204,12 +204,10 @@ _FAILING_COLUMNS = """o.id, o.seq, o.event_type, o.aggregate_type, o.aggregate_i
 #: before anything is ordered or limited: ordered by ``seq`` with a small LIMIT, the planner
 #: would rather walk every pending event in ``seq`` order (idx_event_outbox_pending) and filter,
 #: which costs the whole backlog, and a backlog is when an operator asks.
-_FAILING_IDS = """SELECT id FROM event_outbox
-                    WHERE published_at IS NULL AND attempts > 0
-                      AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[])))"""
+_IS_FAILING = "published_at IS NULL AND attempts > 0"
 _FAILING = text(
     f"""
-    WITH failing AS MATERIALIZED ({_FAILING_IDS})
+    WITH failing AS MATERIALIZED (SELECT id FROM event_outbox WHERE {_IS_FAILING})
     SELECT {_FAILING_COLUMNS}
       FROM event_outbox o
      WHERE o.id = ANY(ARRAY(SELECT id FROM failing))
@@ -220,14 +218,16 @@ _FAILING = text(
 #: What the insert trigger sends: delivered at COMMIT, so the relays claim what a retry made due.
 _WAKE_RELAYS = text(f"SELECT pg_notify('{CHANNEL}', '')")
 _COUNT_FAILING = text(
-    """SELECT count(*) AS failing, count(*) FILTER (WHERE next_attempt_at > now()) AS backing_off
-         FROM event_outbox WHERE published_at IS NULL AND attempts > 0"""
+    f"""SELECT count(*) AS failing, count(*) FILTER (WHERE next_attempt_at > now()) AS backing_off
+          FROM event_outbox WHERE {_IS_FAILING}"""
 )
 # Rows a relay holds (being published right now) are skipped, never waited for.
 _RETRY_FAILING = text(
     f"""
-    WITH failing AS MATERIALIZED ({_FAILING_IDS}),
-    chosen AS (
+    WITH failing AS MATERIALIZED (
+        SELECT id FROM event_outbox
+         WHERE {_IS_FAILING} AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[])))
+    ), chosen AS (
         SELECT id FROM event_outbox
          WHERE id = ANY(ARRAY(SELECT id FROM failing)) AND next_attempt_at > now()
          ORDER BY seq
@@ -235,7 +235,7 @@ _RETRY_FAILING = text(
            FOR UPDATE SKIP LOCKED)
     UPDATE event_outbox o SET next_attempt_at = now()
       FROM chosen
-     WHERE o.id = chosen.id AND o.published_at IS NULL AND o.attempts > 0
+     WHERE o.id = chosen.id AND o.published_at IS NULL AND o.attempts > 0  -- the plan reads the index
     RETURNING {_FAILING_COLUMNS}
     """
 )
@@ -284,7 +284,7 @@ class PostgresOutboxWriter(OutboxWriter):
         await self.session.execute(_STAGE_MANY, stage_params(envelopes))
 
     async def failing(self, limit: int) -> list[FailingEvent]:
-        rows = await self.session.execute(_FAILING, {"ids": None, "limit": limit})
+        rows = await self.session.execute(_FAILING, {"limit": limit})
         return [_failing(row) for row in rows.mappings()]
 
     async def count_failing(self) -> FailingCounts:

@@ -124,8 +124,7 @@ class RequestContext:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                allow = self.allowed.get(str(scope.get("path_template")))
-                message["headers"] = _with_ours(message.get("headers") or (), request_id, allow)
+                message["headers"] = _with_ours(message.get("headers") or (), request_id, self.allowed, scope)
             elif head and message["type"] == "http.response.body" and message.get("body"):
                 message = {**message, "body": b""}
             await send(message)
@@ -181,10 +180,13 @@ class RequestContext:
             )
 
 
-def _with_ours(headers: Any, request_id: bytes, allow: bytes | None = None) -> list[tuple[bytes, bytes]]:
+def _with_ours(
+    headers: Any, request_id: bytes, allowed: Mapping[str, bytes], scope: Scope
+) -> list[tuple[bytes, bytes]]:
     """The answer's headers with Craig's own: ``X-Request-ID`` and HSTS replace any the app set,
     ``nosniff`` is added unless the app chose its own ``X-Content-Type-Options``. An ``Allow``
-    header becomes ``allow`` (the route's, when it is known), else names ``HEAD`` with ``GET``."""
+    header becomes the matched route's (``allowed``), else names ``HEAD`` with ``GET`` (a 405
+    matched no route)."""
     kept: list[tuple[bytes, bytes]] = []
     nosniff = False
     for name, value in headers:  # one pass: this runs for every answer
@@ -194,7 +196,7 @@ def _with_ours(headers: Any, request_id: bytes, allow: bytes | None = None) -> l
         if lower == _NOSNIFF:
             nosniff = True
         elif lower == _ALLOW:
-            value = allow if allow is not None else _with_head(value)
+            value = allowed.get(scope.get("path_template") or "") or _with_head(value)
         kept.append((name, value))
     if not nosniff:
         kept.append((_NOSNIFF, b"nosniff"))
