@@ -416,7 +416,7 @@ async def test_an_inbox_row_no_version_can_read_is_dead_lettered_and_blocks_noth
         (ident, None, UNREADABLE_ENVELOPE) for ident in (unreadable, deep)
     )
     operations = bus.dead_letter_operations()
-    assert [letter.event_type for letter in await operations.peek(10)] == ["unknown", "unknown"]
+    assert [letter.event_type for letter in await operations.peek(10)] == ["unparseable", "unparseable"]
     # A replay would only dead-letter it again: it is left for a discard, and named as not replayed.
     assert await operations.replay([unreadable], 10) == []
     assert [d.error_count for d in await store.dead_letters(10)] == [1, 1]

@@ -150,7 +150,7 @@ class InProcessBus(EventBus):
 def _info(record: InboxRecord) -> DeadLetterInfo:
     return DeadLetterInfo(
         event_id=record.event_id,
-        event_type=record.envelope.type if record.envelope else "unknown",
+        event_type=record.envelope.type if record.envelope else "unparseable",
         consumer=record.consumer,
         queue=record.queue or queue_name(record.consumer),
         retry_count=max(0, record.error_count - 1),
