@@ -5,6 +5,8 @@ incident id, so clients do not retry a misconfiguration forever."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -187,6 +189,48 @@ async def test_a_server_that_never_answers_is_asked_once_per_call_on_the_stores_
         assert len(hung.accepted) == 2
         checks_timeout = store._checks._http.connection_pool_kw["timeout"].read_timeout
         assert checks_timeout == OBJECT_STORE_CHECK_TIMEOUT.total_seconds() < OBJECT_STORE_READ_TIMEOUT.total_seconds()
+
+
+_EXIT_DURING_A_HUNG_PUT = """
+import asyncio, sys
+from craig.adapters.objectstore.minio import MinioObjectStore
+
+async def main() -> None:
+    store = MinioObjectStore(sys.argv[1], "k", "s", "craig-hung", secure=False, read_timeout_seconds=600)
+    put = asyncio.create_task(store.put("a/b.txt", b"x", "text/plain"))
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # the test says when
+    put.cancel()  # as a stopping process cancels its requests
+
+asyncio.run(main())
+print("exited", flush=True)
+"""
+
+
+async def test_a_process_stops_without_waiting_for_a_call_to_a_hung_server() -> None:
+    """A blocking SDK call to an S3 that went silent must not hold the process's exit until its
+    read timeout (a minute by default; 600 s here): the store's threads are daemons. With the
+    standard thread pool, the interpreter joined the thread at exit and waited that long."""
+    async with tcp_server() as hung:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _EXIT_DURING_A_HUNG_PUT,
+            f"127.0.0.1:{hung.port}",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            while not hung.accepted:  # the put is now blocked in a thread, reading
+                await asyncio.sleep(0.01)
+            # A guard against hanging the suite, not a measurement: the exit takes well under a
+            # second; the defect it catches held it for the read timeout of 600 s.
+            out, _ = await asyncio.wait_for(process.communicate(b"stop\n"), timeout=120)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert (process.returncode, out) == (0, b"exited\n")
+        assert not hung.accepted[0].is_closing()  # the server never answered or let go
 
 
 async def test_a_put_over_the_multipart_threshold_is_one_request(s3_server: SeaweedS3, s3_bucket: str) -> None:

@@ -2,7 +2,8 @@
 
 The SDK is blocking, so every call runs in a thread of the store's own pool (at most
 ``OBJECT_STORE_MAX_CONNECTIONS``): an S3 that hangs ties up those threads only, never the
-event loop's default pool, which DNS lookups, hashing and the rest of the process share. A read
+event loop's default pool, which DNS lookups, hashing and the rest of the process share, and
+never the process's exit (daemon threads: :mod:`craig.adapters.objectstore.threads`). A read
 timeout is not retried (a server that sent nothing for ``OBJECT_STORE_READ_TIMEOUT`` is not
 asked again, so a call gives up after one read timeout, not three); connection failures and 5xx
 answers are, ``OBJECT_STORE_RETRIES`` times. A put is one PUT request, never an S3 multipart
@@ -25,7 +26,6 @@ import contextvars
 import functools
 import io
 from collections.abc import AsyncGenerator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -35,6 +35,7 @@ from minio import Minio
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
 from minio.helpers import MAX_PART_SIZE, MIN_PART_SIZE
 
+from craig.adapters.objectstore.threads import DaemonThreadPool
 from craig.domain.constants import (
     OBJECT_STORE_CHECK_TIMEOUT,
     OBJECT_STORE_CONNECT_TIMEOUT,
@@ -146,7 +147,7 @@ class MinioObjectStore(ObjectStore):
         #: readiness probe or ``craig status`` learns in seconds that a silent S3 is down, not
         #: after a transfer's read timeout.
         self._checks = client(OBJECT_STORE_CHECK_TIMEOUT.total_seconds(), _ReadTimeoutIsFinal(total=1, redirect=0), 2)
-        self._threads = ThreadPoolExecutor(OBJECT_STORE_MAX_CONNECTIONS, thread_name_prefix="craig-s3")
+        self._threads = DaemonThreadPool(OBJECT_STORE_MAX_CONNECTIONS, "craig-s3")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
