@@ -43,6 +43,29 @@ async def test_versions_are_dense_and_immutable(backend: Backend) -> None:
     assert first.evaluate({"n": 5}).decision == "one"
 
 
+async def test_a_number_is_read_back_as_jsonb_keeps_it_on_every_adapter(backend: Backend) -> None:
+    """JSONB keeps a number as an exact decimal written without an exponent: a value sent as a
+    float in exponent form comes back as an integer. The memory adapter gives the same values
+    back, so what the tests see on it is what PostgreSQL does."""
+    sent = [1e23, 1.5e2, 2.5e20, 1e-07, 0.1, 3]  # as JSON: 1e+23, 150.0, 2.5e+20, 1e-07, 0.1, 3
+    rules = [{"when": {"fact": "n", "op": "eq", "value": v}, "then": f"r{i}"} for i, v in enumerate(sent)]
+    uow = backend.uow()
+    async with uow:
+        version = await uow.rule_sets.add_version("numbers", rules, AUTHOR, T0)
+        stored = await uow.rule_sets.get("numbers", version)
+        await uow.commit()
+    assert stored is not None
+    values = [rule["when"]["value"] for rule in stored.document]
+    assert [(type(v).__name__, v) for v in values] == [
+        ("int", 10**23),
+        ("float", 150.0),
+        ("int", 250 * 10**18),
+        ("float", 1e-07),
+        ("float", 0.1),
+        ("int", 3),
+    ]
+
+
 async def test_a_rolled_back_version_leaves_no_trace(backend: Backend) -> None:
     uow = backend.uow()
     async with uow:

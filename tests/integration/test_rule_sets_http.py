@@ -85,6 +85,32 @@ async def test_create_read_list_and_evaluate(api: Api) -> None:
     ]
 
 
+async def test_a_version_decides_alike_on_every_instance_whatever_form_its_numbers_were_sent_in(api: Api) -> None:
+    """A value the store keeps in another form (JSONB: 1e23 is the integer 10**23) is answered,
+    cached and compared in its stored form from the start: the instance that created the version
+    decides as every other instance, and as itself once its cache entry is gone. It cached the
+    form sent, and decided otherwise until the entry aged out."""
+    supervisor, worker = api.headers(Role.SUPERVISOR), api.headers(Role.CASEWORKER)
+    rules = [{"when": {"fact": "x", "op": "eq", "value": 1e23}, "then": "hit"}]
+    created = await api.client.post("/v1/rule-sets", json={"name": "num", "rules": rules}, headers=supervisor)
+    assert created.status_code == 201, created.text
+    read = await api.client.get("/v1/rule-sets/num", headers=worker)
+    assert created.json()["rules"] == read.json()["rules"]
+    assert created.json()["rules"][0]["when"]["value"] == 10**23
+
+    async def decisions() -> list[Any]:
+        answers = []
+        for fact in (1e23, 10**23):
+            answer = await api.client.post("/v1/rule-sets/num/evaluate", json={"facts": {"x": fact}}, headers=worker)
+            assert answer.status_code == 200, answer.text
+            answers.append(answer.json()["decision"])
+        return answers
+
+    cached = await decisions()
+    api.container.rule_cache().evict()  # as another instance, or this one a minute later
+    assert await decisions() == cached == [None, "hit"]
+
+
 async def test_refusals(api: Api) -> None:
     supervisor, worker = api.headers(Role.SUPERVISOR), api.headers(Role.CASEWORKER)
     forbidden = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": RULES}, headers=worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -35,8 +36,18 @@ class RuleSetRow:
     created_at: datetime
 
 
+def as_jsonb_gives_it_back(number: str) -> int | float:
+    """A JSON number with a fraction or an exponent, read as PostgreSQL's JSONB gives it back.
+    JSONB keeps a number as an exact decimal and writes it out without an exponent, keeping the
+    digits after the point that were written: ``1e+23`` comes back as the integer
+    100000000000000000000000 and ``1.5e+2`` as 150, while ``150.0`` and ``1e-07`` stay fractions."""
+    exact = Decimal(number)
+    exponent = exact.as_tuple().exponent
+    return int(exact) if isinstance(exponent, int) and exponent >= 0 else float(number)
+
+
 def rule_set_of(row: RuleSetRow) -> RuleSet:
-    document = json.loads(row.rules)
+    document = json.loads(row.rules, parse_float=as_jsonb_gives_it_back)
     return RuleSet(
         name=row.name,
         version=row.version,

@@ -49,7 +49,7 @@ class CreateRuleSet:
         async with refusals_recorded(self.uow, principal, AuditAction.RULE_SET_VERSION, RULE_SET, name):
             principal.require(Role.SUPERVISOR, Role.ADMIN)
         checked_name = validate_name(name)
-        rules = parse_rules(document)
+        parse_rules(document)  # refused before anything is written
         now = self.clock.now()
         async with self.uow:
             version = await self.uow.rule_sets.add_version(checked_name, document, principal.sub, now)
@@ -62,14 +62,13 @@ class CreateRuleSet:
                     now=now,
                 ),
             )
-            rule_set = RuleSet(
-                name=checked_name,
-                version=version,
-                rules=rules,
-                document=tuple(document),
-                created_by=principal.sub,
-                created_at=now,
-            )
+            # The version as it was stored, not as it was sent: the store may write a value in
+            # another form (JSONB keeps 1e23 as the integer 100000000000000000000000), and every
+            # instance that reads the version later compiles the stored form. Caching the one
+            # sent made this instance decide otherwise than the rest until its entry aged out.
+            rule_set = await self.uow.rule_sets.get(checked_name, version)
+            if rule_set is None:
+                raise RuntimeError(f"rule set {checked_name!r} version {version} was not found after it was added")
             # Only a committed version may enter the cache: with the idempotency layer holding
             # the commit, a failed finalize rolls the version back after this method returned.
             self.uow.after_commit(lambda: self.cache.insert(rule_set))
