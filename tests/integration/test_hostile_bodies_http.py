@@ -96,6 +96,42 @@ async def test_json_nested_too_deeply_is_a_400_problem(
     assert again.status_code == 400 and again.headers.get("idempotent-replayed") == "true"
 
 
+async def test_a_misspelt_field_is_refused_not_dropped_and_nothing_is_stored(
+    api: tuple[Container, httpx.AsyncClient],
+) -> None:
+    """Opening a case with ``famly_name`` stored a case with no family name and answered 201;
+    an assignment and a contact took unknown fields the same way. They answer 400 naming the
+    field, as every other body of the API does, and store nothing."""
+    container, client = api
+    headers = auth(container, role=Role.SUPERVISOR)
+    typo = await client.post("/v1/cases", json={"title": "Doe family", "famly_name": "Doe"}, headers=headers)
+    assert assert_problem(typo, 400, "invalid-request")["errors"] == [
+        {"pointer": "/famly_name", "code": "unknown-field", "message": "Object contains unknown field `famly_name`"}
+    ]
+    listed = await client.get("/v1/cases", headers=headers)
+    assert listed.status_code == 200 and listed.json()["items"] == []
+    opened = await client.post("/v1/cases", json={"title": "Doe family"}, headers=headers)
+    assert opened.status_code == 201, opened.text
+    case = opened.json()["id"]
+    refused = {
+        "assignments": {"worker_sub": str(uuid.uuid4()), "role": "lead"},
+        "contacts": {
+            "contact_type": "home_visit",
+            "occurred_at": "2026-01-05T10:00:00Z",
+            "summary": "Saw both children.",
+            "attachments": [1],
+        },
+    }
+    for path, body in refused.items():
+        answer = await client.post(f"/v1/cases/{case}/{path}", json=body, headers=headers)
+        unknown = next(name for name in body if name not in ("worker_sub", "contact_type", "occurred_at", "summary"))
+        assert [e["pointer"] for e in assert_problem(answer, 400, "invalid-request")["errors"]] == [f"/{unknown}"]
+    contacts = await client.get(f"/v1/cases/{case}/contacts", headers=headers)
+    assert contacts.status_code == 200 and contacts.json()["items"] == []
+    case_now = await client.get(f"/v1/cases/{case}", headers=headers)
+    assert (case_now.json()["assigned_workers"], case_now.json()["version"]) == ([], 1)
+
+
 # --- 2. multipart text parts Litestar cannot decode ---------------------------------------------
 
 

@@ -20,7 +20,7 @@ from craig.entrypoints.http.schema_meta import documented
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
-class NewCase(msgspec.Struct):
+class NewCase(msgspec.Struct, forbid_unknown_fields=True):
     title: Annotated[str, documented(min_length=1, max_length=CASE_TITLE_MAX_LENGTH, examples=["Doe family"])]
     family_name: Annotated[str, documented(max_length=CASE_FAMILY_NAME_MAX_LENGTH, examples=["Doe"])] | None = None
     opened_at: (
@@ -34,11 +34,11 @@ class NewCase(msgspec.Struct):
     ) = None
 
 
-class NewAssignment(msgspec.Struct):
+class NewAssignment(msgspec.Struct, forbid_unknown_fields=True):
     worker_sub: UUID
 
 
-class NewContact(msgspec.Struct):
+class NewContact(msgspec.Struct, forbid_unknown_fields=True):
     contact_type: Annotated[str, documented(enum=[t.value for t in ContactType], examples=["home_visit"])]
     occurred_at: Annotated[
         AwareDatetime, documented(description="With a time zone; from 1900-01-01 on, not in the future.")
