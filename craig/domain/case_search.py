@@ -71,10 +71,13 @@ class CaseQuery:
             choices = ", ".join(s.value for s in CaseSort)
             raise InvalidInput(f"sort must be one of {choices}; got {sort!r}") from None
         name = normalise_family_name(family_name) if family_name is not None else None
+        if name == "":
+            # An empty filter must not widen the list to every case the caller may see.
+            raise InvalidInput(f"family_name must name a family (leave it out to filter on none); got {family_name!r}")
         return cls(
             status=parsed_status,
             assigned_to=assigned_to,
-            family_name=name or None,
+            family_name=name,
             opened_from=opened_from,
             opened_to=opened_to,
             referral_id=referral_id,

@@ -229,6 +229,12 @@ async def test_finding_cases(api: CaseworkApi) -> None:
     assert await ids("sort=opened_at") == [first["id"], second["id"]]
     assert await ids("status=closed") == []
     assert await ids("assigned_to=me") == []
+    # An empty or blank family name is refused, never read as no filter: it listed every case.
+    for blank in ("family_name=", "family_name=%20%20", "family_name=%E3%80%80"):
+        for who in (ann.headers, api.supervisor.headers):
+            refused = await api.client.get(f"/v1/cases?{blank}", headers=who)
+            assert refused.status_code == 422 and problem_type(refused) == "invalid-input", (blank, refused.text)
+            assert "family_name must name a family" in refused.json()["detail"]
     for bad in ("sort=title", "status=gone", "assigned_to=you", "opened_from=yesterday", "referral_id=7"):
         response = await api.client.get(f"/v1/cases?{bad}", headers=ann.headers)
         assert response.status_code in (400, 422) and response.headers["content-type"] == "application/problem+json", (
