@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final, Protocol
 from uuid import UUID
 
@@ -42,14 +43,14 @@ class CaseRepository(Protocol):
         """Cases the principal may see (``craig.domain.cases.can_see``), newest first."""
         ...
 
-    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
+    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID, now: datetime) -> bool:
         """Assign a worker; False when already assigned (idempotent). A new assignment makes
-        the case one version newer (``updated_at`` the database's now)."""
+        the case one version newer, ``updated_at`` ``now``."""
         ...
 
-    async def unassign(self, case_id: UUID, worker_sub: UUID) -> bool:
+    async def unassign(self, case_id: UUID, worker_sub: UUID, now: datetime) -> bool:
         """Remove an assignment; False when the worker was not assigned. Makes the case one
-        version newer when it removes one."""
+        version newer, ``updated_at`` ``now``, when it removes one."""
         ...
 
     async def get_for_update(self, case_id: UUID) -> Case | None:

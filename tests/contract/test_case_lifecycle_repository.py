@@ -88,16 +88,22 @@ async def test_assignments_make_the_case_newer_and_unassign_says_whether_it_remo
     await add(backend, case)
     uow = backend.uow()
     async with uow:
-        assert await uow.cases.assign(case.id, worker, SUPERVISOR.sub)
-        assert not await uow.cases.assign(case.id, worker, SUPERVISOR.sub)
+        assert await uow.cases.assign(case.id, worker, SUPERVISOR.sub, T0 + timedelta(hours=1))
+        assert not await uow.cases.assign(case.id, worker, SUPERVISOR.sub, T0 + timedelta(hours=2))
         await uow.commit()
     async with uow:
         assigned = await uow.cases.get(case.id)
-        assert assigned is not None and assigned.version == 2 and assigned.assigned_workers == {worker}
-        assert await uow.cases.unassign(case.id, worker)
-        assert not await uow.cases.unassign(case.id, worker)
-        assert not await uow.cases.unassign(case.id, uuid.uuid4())
+        assert assigned is not None and assigned.assigned_workers == {worker}
+        # The time the caller gives: the use case answers the case with it under the new ETag.
+        assert (assigned.version, assigned.updated_at) == (2, T0 + timedelta(hours=1))
+        assert await uow.cases.unassign(case.id, worker, T0 + timedelta(hours=3))
+        assert not await uow.cases.unassign(case.id, worker, T0 + timedelta(hours=4))
+        assert not await uow.cases.unassign(case.id, uuid.uuid4(), T0 + timedelta(hours=4))
         await uow.commit()
+    async with uow:
+        unassigned = await uow.cases.get(case.id)
+    assert unassigned is not None and not unassigned.assigned_workers
+    assert (unassigned.version, unassigned.updated_at) == (3, T0 + timedelta(hours=3))
     async with uow:
         unassigned = await uow.cases.get(case.id)
     assert unassigned is not None and unassigned.version == 3 and not unassigned.assigned_workers
@@ -137,7 +143,7 @@ async def test_filters_combine_after_visibility(backend: Backend) -> None:
     await add(backend, *cases[:1], closed, *cases[2:])
     uow = backend.uow()
     async with uow:
-        await uow.cases.assign(cases[2].id, ann, SUPERVISOR.sub)
+        await uow.cases.assign(cases[2].id, ann, SUPERVISOR.sub, T0)
         await uow.commit()
     worker = Principal(ann, "Ann", Role.CASEWORKER)
     screener = Principal(bob, "Bob", Role.SCREENER)

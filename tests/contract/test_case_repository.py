@@ -51,8 +51,8 @@ async def test_visibility_and_assignment(backend: Backend) -> None:
     async with uow:
         for case in cases:
             await uow.cases.add(case)
-        assert await uow.cases.assign(cases[3].id, ann.sub, sup.sub)
-        assert not await uow.cases.assign(cases[3].id, ann.sub, sup.sub)
+        assert await uow.cases.assign(cases[3].id, ann.sub, sup.sub, T0)
+        assert not await uow.cases.assign(cases[3].id, ann.sub, sup.sub, T0)
         await uow.commit()
     async with uow:
         page = await uow.cases.list_visible(ann, PageRequest(page=1, per_page=2))

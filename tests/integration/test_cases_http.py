@@ -85,7 +85,12 @@ async def test_cases_visibility_and_assignment(api: Api) -> None:
     again = await api.client.post(f"/v1/cases/{case['id']}/assignments", json=assign, headers=supervisor)
     assert (first.status_code, again.status_code) == (201, 200)
     assert first.json()["assigned_workers"] == [str(bob_sub)]
-    assert (await api.client.get(f"/v1/cases/{case['id']}", headers=bob)).status_code == 200
+    read = await api.client.get(f"/v1/cases/{case['id']}", headers=bob)
+    assert read.status_code == 200
+    # One ETag, one body: the assignment answered the case as stored (its updated_at was the
+    # case's previous one under the new ETag).
+    assert (first.headers["etag"], first.json()) == (read.headers["etag"], read.json())
+    assert first.json()["updated_at"] > case["updated_at"]
 
     for _ in range(2):
         await api.case()

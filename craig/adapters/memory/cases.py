@@ -118,24 +118,24 @@ class MemoryCaseRepository(CaseRepository):
                     break
         return keyset_page(found, keyset, query.sort_key)
 
-    async def _set_workers(self, case_id: UUID, workers: frozenset[UUID]) -> None:
+    async def _set_workers(self, case_id: UUID, workers: frozenset[UUID], now: datetime) -> None:
         row = await self._row(case_id)
         assert row is not None
-        touched = attrs.evolve(row, assigned_workers=workers, version=row.version + 1, updated_at=self.session.db.now())
+        touched = attrs.evolve(row, assigned_workers=workers, version=row.version + 1, updated_at=now)
         (await self.session.tx()).put(CASES, case_id, touched)
 
-    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
+    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID, now: datetime) -> bool:
         row = await self._row(case_id)
         if row is None or worker_sub in row.assigned_workers:
             return False
-        await self._set_workers(case_id, row.assigned_workers | {worker_sub})
+        await self._set_workers(case_id, row.assigned_workers | {worker_sub}, now)
         return True
 
-    async def unassign(self, case_id: UUID, worker_sub: UUID) -> bool:
+    async def unassign(self, case_id: UUID, worker_sub: UUID, now: datetime) -> bool:
         row = await self._row(case_id)
         if row is None or worker_sub not in row.assigned_workers:
             return False
-        await self._set_workers(case_id, row.assigned_workers - {worker_sub})
+        await self._set_workers(case_id, row.assigned_workers - {worker_sub}, now)
         return True
 
     def _stale(self, row: CaseRow) -> bool:

@@ -3,6 +3,7 @@ as ciphertext, the family name also as its blind index (:mod:`craig.adapters.cas
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -53,7 +54,7 @@ _LIST = text(
     """
 )
 _COUNT = text(f"SELECT count(*) FROM cases c WHERE {_VISIBLE}")
-_TOUCH = "UPDATE cases SET version = version + 1, updated_at = now() WHERE id = :case_id"
+_TOUCH = "UPDATE cases SET version = version + 1, updated_at = :now WHERE id = :case_id"
 _ASSIGN = text(
     f"""
     WITH added AS (
@@ -173,11 +174,11 @@ class PostgresCaseRepository(CaseRepository):
         row = (await self.session.execute(statement, {"case_id": case_id, **params})).first()
         return row is not None
 
-    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID) -> bool:
-        return await self._change_assignment(_ASSIGN, case_id, worker_sub=worker_sub, assigned_by=assigned_by)
+    async def assign(self, case_id: UUID, worker_sub: UUID, assigned_by: UUID, now: datetime) -> bool:
+        return await self._change_assignment(_ASSIGN, case_id, worker_sub=worker_sub, assigned_by=assigned_by, now=now)
 
-    async def unassign(self, case_id: UUID, worker_sub: UUID) -> bool:
-        return await self._change_assignment(_UNASSIGN, case_id, worker_sub=worker_sub)
+    async def unassign(self, case_id: UUID, worker_sub: UUID, now: datetime) -> bool:
+        return await self._change_assignment(_UNASSIGN, case_id, worker_sub=worker_sub, now=now)
 
     async def reindex_family_names(self, after: UUID | None, limit: int) -> tuple[int, UUID | None]:
         cipher = self.session.cipher

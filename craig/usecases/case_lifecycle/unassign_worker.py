@@ -37,14 +37,15 @@ class UnassignWorker:
             principal.require(Role.SUPERVISOR, Role.ADMIN)
             async with self.uow:
                 await locked_visible_case(self.uow, principal, case_id)
-                if not await self.uow.cases.unassign(case_id, worker_sub):
+                now = self.clock.now()
+                if not await self.uow.cases.unassign(case_id, worker_sub, now):
                     raise NotFound("assignment of worker", worker_sub)
                 payload = {
                     "case_id": str(case_id),
                     "worker_sub": str(worker_sub),
                     "unassigned_by": str(principal.sub),
                 }
-                event = new_event(CASE_UNASSIGNED, aggregate_id=case_id, payload=payload, now=self.clock.now())
+                event = new_event(CASE_UNASSIGNED, aggregate_id=case_id, payload=payload, now=now)
                 await stage_event(self.uow, event)
                 await record(
                     self.uow,

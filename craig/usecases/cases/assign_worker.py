@@ -45,7 +45,8 @@ class AssignWorker:
     async def _assign(self, principal: Principal, case_id: UUID, worker_sub: UUID) -> tuple[Case, bool]:
         async with self.uow:
             case = await visible_open_case(self.uow, principal, case_id, for_update=True)  # 409 case-closed
-            assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub)
+            now = self.clock.now()
+            assigned = await self.uow.cases.assign(case_id, worker_sub, principal.sub, now)
             if assigned:
                 await stage_event(
                     self.uow,
@@ -57,11 +58,15 @@ class AssignWorker:
                             "worker_sub": str(worker_sub),
                             "assigned_by": str(principal.sub),
                         },
-                        now=self.clock.now(),
+                        now=now,
                     ),
                 )
+                # The case as stored: the body answered under the new ETag is the one a read gets.
                 case = attrs.evolve(
-                    case, assigned_workers=case.assigned_workers | {worker_sub}, version=case.version + 1
+                    case,
+                    assigned_workers=case.assigned_workers | {worker_sub},
+                    version=case.version + 1,
+                    updated_at=now,
                 )
             await record(
                 self.uow,

@@ -116,7 +116,7 @@ class ScreenReferral:
         facts: list[tuple[EventType, dict[str, str]]] = [
             (CASE_OPENED, {"created_by": str(principal.sub), "referral_id": str(case.referral_id)})
         ]
-        if assign_to is not None and await self.uow.cases.assign(case.id, assign_to, principal.sub):
+        if assign_to is not None and await self.uow.cases.assign(case.id, assign_to, principal.sub, case.updated_at):
             facts.append((CASE_ASSIGNED, {"worker_sub": str(assign_to), "assigned_by": str(principal.sub)}))
             case = attrs.evolve(case, assigned_workers=frozenset({assign_to}), version=case.version + 1)
         events = [
