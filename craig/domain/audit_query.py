@@ -13,6 +13,7 @@ import attrs
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
 from craig.domain.constants import CASEWORK_EARLIEST_TIMESTAMP, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from craig.domain.errors import InvalidCursor, InvalidInput
+from craig.domain.instants import compared_instant
 
 _CURSOR_VERSION = "a1"
 _CURSOR_MAX_LENGTH = 200
@@ -27,6 +28,12 @@ def _outcome(value: str | None) -> AuditOutcome | None:
     return None if value is None else AuditOutcome(value)
 
 
+def _resource_type(value: str | None) -> str | None:
+    if value is not None and "\x00" in value:  # no stored type holds one, and PostgreSQL refuses it
+        raise InvalidInput("resource_type must not contain a NUL character", field="resource_type")
+    return value
+
+
 @attrs.frozen(kw_only=True)
 class AuditFilter:
     """Every field set must match. ``since`` is inclusive, ``until`` exclusive (``at``).
@@ -35,10 +42,10 @@ class AuditFilter:
     case_id: UUID | None = None
     actor: UUID | None = None
     action: AuditAction | None = attrs.field(default=None, converter=_action)
-    resource_type: str | None = None
+    resource_type: str | None = attrs.field(default=None, converter=_resource_type)
     outcome: AuditOutcome | None = attrs.field(default=None, converter=_outcome)
-    since: datetime | None = None
-    until: datetime | None = None
+    since: datetime | None = attrs.field(default=None, converter=compared_instant)
+    until: datetime | None = attrs.field(default=None, converter=compared_instant)
     changes_only: bool = False
 
     def __attrs_post_init__(self) -> None:

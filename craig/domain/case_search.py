@@ -16,6 +16,7 @@ import attrs
 
 from craig.domain.cases import Case, CaseStatus, normalise_family_name
 from craig.domain.errors import InvalidInput
+from craig.domain.instants import compared_instant
 
 
 class CaseSort(enum.StrEnum):
@@ -78,8 +79,8 @@ class CaseQuery:
             status=parsed_status,
             assigned_to=assigned_to,
             family_name=name,
-            opened_from=opened_from,
-            opened_to=opened_to,
+            opened_from=compared_instant(opened_from),
+            opened_to=compared_instant(opened_to),
             referral_id=referral_id,
             sort=parsed_sort,
         )

@@ -3,7 +3,7 @@ read back with their zone."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, datetime, timedelta
 
 from craig.domain.constants import CASEWORK_EARLIEST_TIMESTAMP
 from craig.domain.errors import InvalidInput
@@ -17,6 +17,21 @@ def stored_instant(value: datetime) -> datetime:
     if value.tzinfo is None and value in (datetime.max, datetime.min):
         return value.replace(tzinfo=UTC)
     return value
+
+
+def compared_instant(value: datetime | None) -> datetime | None:
+    """A time a filter compares stored times with (``opened_from``, ``since``), in UTC. One
+    whose UTC form lies beyond the dates Python holds (``9999-12-31T23:59:59-14:00`` is in the
+    year 10000, ``0001-01-01T00:00:00+14:00`` in the year 0) is the latest or the earliest
+    instant there is, which PostgreSQL compares as ``infinity`` / ``-infinity``: it selects what
+    it selected before, where it made the database refuse the query. A time with no zone is
+    left for the caller to refuse."""
+    if value is None or value.utcoffset() is None:
+        return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return (datetime.max if value.year == MAXYEAR else datetime.min).replace(tzinfo=UTC)
 
 
 def checked_instant(

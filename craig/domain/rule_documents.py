@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from craig.domain.constants import (
     RULE_CONDITION_MAX_DEPTH,
@@ -35,8 +35,13 @@ class InvalidRuleSet(InvalidInput):
         self.problem_extra = {"path": path}
 
 
+def is_rule_set_name(name: Any) -> TypeGuard[str]:
+    """Whether a rule set may be called ``name``."""
+    return isinstance(name, str) and RULE_SET_NAME.fullmatch(name) is not None
+
+
 def validate_name(name: Any) -> str:
-    if not isinstance(name, str) or not RULE_SET_NAME.fullmatch(name):
+    if not is_rule_set_name(name):
         raise InvalidRuleSet(
             "name", "a rule set name is 1-100 characters: a-z, 0-9, '.', '_' or '-', starting with a-z or 0-9"
         )

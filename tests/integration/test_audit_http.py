@@ -115,3 +115,13 @@ async def test_the_trail_pages_with_a_cursor_and_a_link(api: Api) -> None:
     assert not {e["id"] for e in following.json()["items"]} & {e["id"] for e in body["items"]}
     tampered = await api.client.get("/v1/audit", params={"cursor": "bm90LW91cnM"}, headers=api.boss)
     assert tampered.status_code in (400, 422)
+
+
+async def test_a_resource_type_the_database_cannot_hold_is_refused_naming_the_parameter(api: Api) -> None:
+    """A NUL character made PostgreSQL refuse the query, answered as 422 ``invalid-data``,
+    which blames a stored value and names no parameter."""
+    response = await api.client.get("/v1/audit", params={"resource_type": "case\x00"}, headers=api.boss)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"].endswith("/invalid-input") and "resource_type" in problem["detail"]
+    assert await api.entries(resource_type="case") == []  # the filter still filters

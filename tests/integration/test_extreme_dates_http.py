@@ -151,3 +151,36 @@ async def test_cases_and_contacts_stored_at_infinity_still_page(pg_api: Api) -> 
     assert await api.walk(path, "") == [contacts[1], contacts[3], contacts[0], contacts[2]]
     got = await api.client.get(f"{path}/{contacts[1]}", headers=api.supervisor)
     assert got.status_code == 200 and got.json()["occurred_at"] == INFINITY
+
+
+#: Times with a zone whose UTC form lies beyond the dates Python and PostgreSQL's driver hold.
+BEYOND_THE_END = "9999-12-31T23:59:59-14:00"  # the year 10000 in UTC
+BEFORE_THE_START = "0001-01-01T00:00:00+14:00"  # the year 0 in UTC
+
+
+async def test_filter_times_beyond_the_calendar_select_as_the_ends_of_time(api: Api) -> None:
+    """A filter's time whose UTC form lies past the last (or before the first) date made the
+    database refuse the query, answered as 422 ``invalid-data`` (which blames a stored value).
+    It is read as the latest (earliest) instant there is: the list answers what that selects."""
+    opened = await api.case()
+    assert opened.status_code == 201, opened.text
+    everything = [opened.json()["id"]]
+
+    async def cases(query: str) -> list[str]:
+        response = await api.client.get(f"/v1/cases?{query}", headers=api.supervisor)
+        assert response.status_code == 200, (query, response.text)
+        return [case["id"] for case in response.json()["items"]]
+
+    async def audit(query: str) -> int:
+        response = await api.client.get(f"/v1/audit?{query}", headers=api.supervisor)
+        assert response.status_code == 200, (query, response.text)
+        return len(response.json()["items"])
+
+    quoted = {name: value.replace("+", "%2B") for name, value in (("end", BEYOND_THE_END), ("start", BEFORE_THE_START))}
+    assert await cases(f"opened_from={quoted['end']}") == []
+    assert await cases(f"opened_to={quoted['end']}") == everything
+    assert await cases(f"opened_from={quoted['start']}") == everything
+    assert await cases(f"opened_to={quoted['start']}") == []
+    assert await audit(f"since={quoted['end']}") == 0
+    assert await audit(f"until={quoted['start']}") == 0
+    assert await audit(f"since={quoted['start']}&until={quoted['end']}") > 0

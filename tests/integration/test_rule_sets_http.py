@@ -154,3 +154,14 @@ async def test_numbers_beyond_what_is_stored_name_nothing_rather_than_fail_in_th
     page = await api.client.get("/v1/rule-sets?page=9223372036854775807", headers=supervisor)
     assert page.status_code == 422 and problem_code(page.json()) == "invalid-input", page.text
     assert page.json()["errors"][0]["pointer"] == "page"
+
+
+async def test_a_name_no_rule_set_can_have_is_not_found_without_asking_the_database(api: Api) -> None:
+    """A NUL in the path made PostgreSQL refuse the query, answered as 422 ``invalid-data``
+    (undeclared for these routes). No set can have such a name: 404, as for any unknown set."""
+    worker = api.headers(Role.CASEWORKER)
+    for name in ("%00", "Upper", "a%20b", "x" * 101):
+        read = await api.client.get(f"/v1/rule-sets/{name}", headers=worker)
+        assert read.status_code == 404 and problem_code(read.json()) == "not-found", (name, read.text)
+        evaluated = await api.client.post(f"/v1/rule-sets/{name}/evaluate", json={"facts": {}}, headers=worker)
+        assert evaluated.status_code == 404 and problem_code(evaluated.json()) == "not-found", (name, evaluated.text)

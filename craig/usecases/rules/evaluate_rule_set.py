@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from craig.domain.errors import NotFound
+from craig.domain.rule_documents import is_rule_set_name
 from craig.domain.rules import Evaluation, RuleSet
 from craig.ports.rules import HasRuleSets
 from craig.ports.unit_of_work import UnitOfWork
@@ -30,6 +31,8 @@ class EvaluateRuleSet:
         self.cache = cache
 
     async def __call__(self, name: str, facts: Mapping[str, Any]) -> tuple[RuleSet, Evaluation]:
+        if not is_rule_set_name(name):
+            raise NotFound("rule set", repr(name))  # no set can have it: the database is not asked
         rule_set = await current_rule_set(self.uow, self.cache, name)
         if rule_set is None:
             raise NotFound("rule set", name)

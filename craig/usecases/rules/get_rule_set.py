@@ -10,6 +10,7 @@ from typing import Protocol
 
 from craig.domain.constants import MAX_STORED_INTEGER
 from craig.domain.errors import NotFound
+from craig.domain.rule_documents import is_rule_set_name
 from craig.domain.rules import RuleSet
 from craig.ports.rules import HasRuleSets
 from craig.ports.unit_of_work import UnitOfWork
@@ -26,6 +27,8 @@ class GetRuleSet:
         self.uow = uow
 
     async def __call__(self, name: str, version: int | None = None) -> RuleSet:
+        if not is_rule_set_name(name):
+            raise NotFound("rule set", repr(name))  # no set can have it: the database is not asked
         if version is not None and not 1 <= version <= MAX_STORED_INTEGER:
             raise NotFound("rule set", f"{name} version {version}")  # no such version can exist
         async with self.uow:
