@@ -110,7 +110,7 @@ def page_size(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_PAGE_SIZE
     if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"limit must lie between 1 and {MAX_PAGE_SIZE}")
+        raise InvalidInput(f"limit must lie between 1 and {MAX_PAGE_SIZE}", field="limit")
     return limit
 
 

@@ -125,3 +125,10 @@ async def test_a_resource_type_the_database_cannot_hold_is_refused_naming_the_pa
     problem = response.json()
     assert problem["type"].endswith("/invalid-input") and "resource_type" in problem["detail"]
     assert await api.entries(resource_type="case") == []  # the filter still filters
+
+
+async def test_a_limit_out_of_range_is_refused_naming_it(api: Api) -> None:
+    for path in ("/v1/audit", f"/v1/cases/{uuid.uuid4()}/history"):
+        response = await api.client.get(path, params={"limit": "0"}, headers=api.boss)
+        assert response.status_code == 422, response.text
+        assert [error["pointer"] for error in response.json()["errors"]] == ["limit"], response.text
