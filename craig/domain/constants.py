@@ -126,6 +126,9 @@ WORKER_ERROR_BACKOFF_MIN: Final = timedelta(milliseconds=200)
 WORKER_ERROR_BACKOFF_MAX: Final = timedelta(seconds=30)
 #: Stopping, every worker loop gets this long to end its pass before it is cancelled.
 WORKER_STOP_TIMEOUT: Final = timedelta(seconds=10)
+#: A loop cancelled at that timeout gets this much longer to unwind (giving its database
+#: connection back takes at most ``DATABASE_RELEASE_TIMEOUT``); then the process stops without it.
+WORKER_CANCEL_GRACE: Final = timedelta(seconds=10)
 
 # --- Operator views (`craig status`, `/metrics`) ------------------------------------------
 #: Rows that pile up with history (sent or failed send jobs, stored idempotency responses,
@@ -188,6 +191,11 @@ DATABASE_IDLE_CONNECTION_LIFETIME: Final = timedelta(minutes=5)
 DATABASE_ACQUIRE_TIMEOUT: Final = timedelta(seconds=30)
 #: Closing the pool waits this long for connections in use, then closes them anyway.
 DATABASE_POOL_CLOSE_TIMEOUT: Final = timedelta(seconds=10)
+#: A connection given back while the server has not yet acknowledged a statement cancelled on
+#: it (its caller was cancelled: a timeout, a client gone, a shutdown) waits this long for the
+#: acknowledgement, then is closed. A server that answers acknowledges in milliseconds; one that
+#: stopped answering held the caller, unbounded, in the pool's release.
+DATABASE_RELEASE_TIMEOUT: Final = timedelta(seconds=5)
 #: Statements each pooled connection keeps prepared (least recently used dropped first): more
 #: than the distinct statements Craig runs, so in steady state none is prepared twice.
 DATABASE_PREPARED_STATEMENTS_PER_CONNECTION: Final = 512

@@ -32,6 +32,7 @@ from prometheus_client import (
 )
 
 from craig.domain.constants import METRICS_REFRESH_TIMEOUT
+from craig.entrypoints.deadline import within
 
 log = structlog.get_logger(__name__)
 
@@ -165,7 +166,7 @@ Refresher = Callable[[], Awaitable[None]]
 
 async def _refresh(refresh: Refresher) -> None:
     try:
-        await asyncio.wait_for(refresh(), METRICS_REFRESH_TIMEOUT.total_seconds())
+        await within(METRICS_REFRESH_TIMEOUT.total_seconds(), refresh())
     except Exception as error:  # a down or hung dependency must not break the scrape
         log.warning("metrics refresh failed", error=f"{type(error).__name__}: {error}")
 

@@ -4,9 +4,11 @@ good is a ``DatabaseDefect`` (500)."""
 
 from __future__ import annotations
 
+import asyncio
 import traceback
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
@@ -15,6 +17,7 @@ from sqlalchemy.engine import make_url
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.ports.errors import DatabaseDefect, DatabaseUnavailable, InvalidData, PortError
 from tests.support.services import admin_sql, free_port, quote_ident, with_database
+from tests.support.silent_servers import freezing_postgres, tcp_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -88,11 +91,23 @@ async def test_an_exhausted_pool_is_unavailable(pg_url: str) -> None:
     database = PostgresDatabase(pg_url, pool_size=1, max_overflow=0, acquire_timeout_seconds=0.1)
     try:
         async with database.connect():
-            with pytest.raises(DatabaseUnavailable):
+            with pytest.raises(DatabaseUnavailable, match="all 1 of this process's connections stayed busy"):
                 async with database.connect():
                     pass
     finally:
         await database.dispose()
+
+
+async def test_a_server_that_never_answers_is_named_as_such_not_as_a_busy_pool() -> None:
+    """A server that accepts and never answers held the acquire to its timeout, and the
+    message blamed the pool's size, which sent the operator to the wrong knob."""
+    async with tcp_server() as silent:
+        database = PostgresDatabase(f"postgresql://postgres@127.0.0.1:{silent.port}/craig", acquire_timeout_seconds=0.2)
+        try:
+            with pytest.raises(DatabaseUnavailable, match="the database did not answer within 0.2 s"):
+                await database.ping()
+        finally:
+            await database.dispose()
 
 
 # --- configuration: a role or database that is not (yet) there ---------------------------------
@@ -187,3 +202,33 @@ async def test_a_statement_outside_the_pool_keeps_a_bad_value_out_of_the_error_t
         await conn.close()
     told = "".join(traceback.format_exception(caught.value))
     assert secret not in told, told
+
+
+async def test_a_statement_cancelled_on_a_server_that_stopped_answering_costs_its_caller_a_bounded_wait(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller cancelled during a statement (a readiness check's timeout, a shutdown) gives its
+    connection back, and asyncpg first waits for the server to acknowledge the cancel: from a
+    server that stopped answering, forever. The probe, the metrics scrape and a stopping worker
+    hung behind it. The wait is now bounded (``DATABASE_RELEASE_TIMEOUT``, 0.5 s here) and the
+    connection closed; once the server answers again the pool opens a fresh one."""
+    import craig.adapters.postgres.database as database_module
+
+    monkeypatch.setattr(database_module, "DATABASE_RELEASE_TIMEOUT", timedelta(seconds=0.5))
+    async with freezing_postgres(pg_url) as (proxy, url):
+        database = PostgresDatabase(url, pool_size=2)
+        try:
+            await database.ping()  # a connection in the pool, as after a few requests
+            proxy.freeze()
+            check = asyncio.create_task(asyncio.wait_for(database.ping(), 0.2))
+            # A guard against hanging the suite, not a measurement: the check ends after about
+            # 0.7 s; before the bound it ended only when the server answered again.
+            done, _ = await asyncio.wait({check}, timeout=60)
+            assert check in done, "the cancelled check is still waiting to give its connection back"
+            with pytest.raises(TimeoutError):
+                check.result()
+            proxy.thaw()
+            await database.ping()
+        finally:
+            proxy.thaw()
+            await database.dispose()

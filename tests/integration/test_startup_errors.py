@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import os
@@ -156,3 +157,32 @@ def test_production_serve_still_refuses_broker_credentials_the_broker_refuses(
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("craig:")]
     assert len(lines) == 1 and "ACCESS_REFUSED" in lines[0] and "CRAIG_BROKER__URL" in lines[0], result.stderr
+
+
+async def test_a_worker_told_to_stop_while_a_silent_database_holds_its_start_stops_at_once(tmp_path: Path) -> None:
+    """SIGTERM only set a flag the worker read once it had started, and a database that
+    accepts connections and never answers holds the start for the pool's acquire timeout
+    (30 s), after which it exited 2. Now the start is given up: nothing is in hand, exit 0."""
+    from tests.support.silent_servers import tcp_server
+
+    async with tcp_server() as silent:
+        env = _production_env(
+            tmp_path, f"postgresql://postgres@127.0.0.1:{silent.port}/craig", CRAIG_WORKERS__METRICS_PORT="0"
+        )
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
+        process = await asyncio.create_subprocess_exec(
+            CRAIG, "worker", env={**clean, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        try:
+            while not silent.accepted and process.returncode is None:  # the start waits on the database
+                await asyncio.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            # A guard against hanging the suite, not a measurement: it stops in well under a second.
+            out, _ = await asyncio.wait_for(process.communicate(), timeout=25)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "worker stopped while starting" in text and "Traceback" not in text

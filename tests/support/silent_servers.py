@@ -4,7 +4,7 @@ one that accepts and never answers, one that drops each connection once a reques
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import attrs
@@ -38,3 +38,93 @@ async def tcp_server(*, drop: bool = False) -> AsyncIterator[TcpServer]:
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+@attrs.define
+class FreezingProxy:
+    """A TCP proxy to a real server that can stop answering: while ``frozen`` is set it
+    forwards nothing either way on any connection, old or new, and closes none (a server
+    stopped with SIGSTOP, a storage stall, a partition)."""
+
+    port: int
+    frozen: asyncio.Event = attrs.field(factory=asyncio.Event)
+    thawed: asyncio.Event = attrs.field(factory=asyncio.Event)
+
+    def freeze(self) -> None:
+        self.thawed.clear()
+        self.frozen.set()
+
+    def thaw(self) -> None:
+        self.frozen.clear()
+        self.thawed.set()
+
+
+Upstream = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+
+
+@asynccontextmanager
+async def freezing_proxy(upstream: Upstream) -> AsyncIterator[FreezingProxy]:
+    """On 127.0.0.1, each connection forwarded to a connection ``upstream`` opens."""
+    proxy = FreezingProxy(0)
+    proxy.thawed.set()
+    tasks: set[asyncio.Task[None]] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                await proxy.thawed.wait()  # frozen: hold what arrived, send nothing
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def serve(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        await proxy.thawed.wait()  # frozen: a new connection is accepted and never answered
+        server_reader, server_writer = await upstream()
+        writers.extend((client_writer, server_writer))
+        for task in (
+            asyncio.create_task(pump(client_reader, server_writer)),
+            asyncio.create_task(pump(server_reader, client_writer)),
+        ):
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    proxy.port = server.sockets[0].getsockname()[1]
+    try:
+        yield proxy
+    finally:
+        proxy.thaw()
+        server.close()
+        for writer in writers:
+            writer.close()
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()
+
+
+@asynccontextmanager
+async def freezing_postgres(url: str) -> AsyncIterator[tuple[FreezingProxy, str]]:
+    """A :func:`freezing_proxy` in front of the PostgreSQL ``url`` names (TCP or a unix
+    socket), and the URL that reaches the same database through it."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    host, port = parsed.host, parsed.port
+    if host is None:  # postgresql://user@/db?host=/socket/dir&port=N
+        socket_dir, socket_port = str(parsed.query["host"]), str(parsed.query["port"])
+
+        async def upstream() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            return await asyncio.open_unix_connection(f"{socket_dir}/.s.PGSQL.{socket_port}")
+    else:
+
+        async def upstream() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            return await asyncio.open_connection(host, port or 5432)
+
+    async with freezing_proxy(upstream) as proxy:
+        proxied = parsed.set(host="127.0.0.1", port=proxy.port, query={})
+        yield proxy, proxied.render_as_string(hide_password=False)

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import structlog
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.sql.elements import TextClause
@@ -34,10 +35,12 @@ from craig.domain.constants import (
     DATABASE_POOL_CLOSE_TIMEOUT,
     DATABASE_POOL_SIZE_WITHOUT_SETTINGS,
     DATABASE_PREPARED_STATEMENTS_PER_CONNECTION,
+    DATABASE_RELEASE_TIMEOUT,
     DATABASE_STATEMENT_TIMEOUT_MS,
 )
 from craig.ports.errors import DatabaseDefect, DatabaseUnavailable, PortError
 
+log = structlog.get_logger(__name__)
 _SELECT_1 = text("SELECT 1")
 
 
@@ -238,9 +241,14 @@ class PostgresDatabase:
             async with asyncio.timeout(self.acquire_timeout):
                 conn = await pool.acquire()
         except TimeoutError as error:
+            if pool.get_size() >= self.max_connections:
+                raise DatabaseUnavailable(
+                    f"no pooled connection became free within {self.acquire_timeout:g} s "
+                    f"(all {self.max_connections} of this process's connections stayed busy)"
+                ) from error
+            # The pool had room: opening a connection (or its first answer) took that long.
             raise DatabaseUnavailable(
-                f"no pooled connection became free within {self.acquire_timeout:g} s "
-                f"(at most {self.max_connections} per process)"
+                f"the database did not answer within {self.acquire_timeout:g} s (no connection could be opened)"
             ) from error
         except TRANSLATED as error:
             raise port_error(error)  # noqa: B904 -- port_error sets the cause
@@ -248,7 +256,10 @@ class PostgresDatabase:
 
     async def release(self, conn: DriverConnection) -> None:
         """Give ``conn`` back to the pool it came from. One still inside a transaction (its
-        COMMIT or ROLLBACK failed or was cancelled) is closed instead: its state is unknown."""
+        COMMIT or ROLLBACK failed or was cancelled) is closed instead: its state is unknown.
+        One whose cancelled statement the server does not acknowledge within
+        ``DATABASE_RELEASE_TIMEOUT`` is closed too (asyncpg does it), so giving a connection
+        back never waits longer than that on a server that stopped answering."""
         if conn.released:
             return
         conn.released = True
@@ -258,7 +269,16 @@ class PostgresDatabase:
                 raw.terminate()
         except asyncpg.InterfaceError:
             return  # the server closed it, and the pool took it back already
-        await conn._pool.release(raw)
+        try:
+            await conn._pool.release(raw, timeout=DATABASE_RELEASE_TIMEOUT.total_seconds())
+        except TimeoutError:
+            log.warning(
+                "database connection closed: the server did not acknowledge a cancelled statement",
+                within_seconds=DATABASE_RELEASE_TIMEOUT.total_seconds(),
+            )
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            # asyncpg closed the connection when it could not make it ready for the next user.
+            log.warning("database connection closed on release", error=f"{type(error).__name__}: {error}")
 
     # --- transactions ---------------------------------------------------------------------
     @asynccontextmanager

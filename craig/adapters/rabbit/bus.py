@@ -181,7 +181,9 @@ class RabbitEventBus(EventBus):
         except BrokerUnavailable:
             raise
         except Exception as error:
-            raise BrokerUnavailable(f"cannot reach RabbitMQ ({_safe(self.url)}): {error}") from error
+            # A timeout's text is empty: the type says what happened.
+            reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            raise BrokerUnavailable(f"cannot reach RabbitMQ ({_safe(self.url)}): {reason}") from error
 
     async def _declare_events_exchange(self) -> None:
         """Declare the events exchange with its alternate exchange, on a connection of its own: a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from contextlib import AsyncExitStack
 
@@ -35,10 +36,25 @@ def worker() -> int:
     settings = container.settings()
 
     async def main() -> int:
-        stop = asyncio.Event()
+        stop, started = asyncio.Event(), asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        work = asyncio.create_task(serve(stop, started))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if stop.is_set() and not started.is_set() and not work.done():
+            # Told to stop while still starting (a database or broker that does not answer
+            # holds the start for its timeout): nothing is in hand to finish, so stop now.
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+            log.info("worker stopped while starting")
+            return ExitCode.OK
+        return await work
+
+    async def serve(stop: asyncio.Event, started: asyncio.Event) -> int:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(running(container))
             loops = build_loops(container)
@@ -53,6 +69,7 @@ def worker() -> int:
                         f"{error}; choose another CRAIG_WORKERS__METRICS_PORT (0: none) or stop what listens there"
                     ) from None
             await stack.enter_async_context(workers_running(container, loops))
+            started.set()
             log.info(
                 "worker running",
                 profile=settings.profile.value,

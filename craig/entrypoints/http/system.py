@@ -22,6 +22,7 @@ from litestar.params import FromPath
 
 from craig.domain.constants import READINESS_CHECK_TIMEOUT, READINESS_ERROR_MAX_CHARS
 from craig.entrypoints import metrics
+from craig.entrypoints.deadline import within
 from craig.entrypoints.http.problem_pages import problem_page
 
 HealthCheck = Callable[[], Awaitable[None]]
@@ -128,7 +129,7 @@ async def _check(name: str, check: HealthCheck) -> _Checked:
     started = time.perf_counter()
     error: str | None = None
     try:
-        await asyncio.wait_for(check(), READINESS_CHECK_TIMEOUT.total_seconds())
+        await within(READINESS_CHECK_TIMEOUT.total_seconds(), check())
     except TimeoutError:
         error = f"no answer within {READINESS_CHECK_TIMEOUT.total_seconds():g} s"
     except Exception as failure:

@@ -10,7 +10,6 @@ cleanup, ``craig_build_info``, the process collectors); the shared backlog gauge
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ from craig.domain.constants import (
     WORKER_READY_INTERVALS,
 )
 from craig.entrypoints import metrics
+from craig.entrypoints.deadline import within
 from craig.entrypoints.ops_server import JSON_CONTENT_TYPE, METRICS_CONTENT_TYPE, Answer, ops_server
 from craig.entrypoints.workers.loop import LAST_PASSES, Loop
 from craig.ports.messaging import EventBus
@@ -48,7 +48,7 @@ def loop_report(loops: Sequence[Loop], started: float, now: float) -> dict[str, 
 
 async def _bus_state(bus: EventBus) -> dict[str, Any]:
     try:
-        await asyncio.wait_for(bus.ping(), READINESS_CHECK_TIMEOUT.total_seconds())
+        await within(READINESS_CHECK_TIMEOUT.total_seconds(), bus.ping())
     except Exception as error:
         return {"status": "down", "error": f"{type(error).__name__}: {error}"[:READINESS_ERROR_MAX_CHARS]}
     return {"status": "ok"}

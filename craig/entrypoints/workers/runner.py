@@ -8,13 +8,12 @@ memory and embedded profiles.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import structlog
 
-from craig.domain.constants import WORKER_STOP_TIMEOUT
+from craig.domain.constants import WORKER_CANCEL_GRACE, WORKER_STOP_TIMEOUT
 from craig.entrypoints.container import Container
 from craig.entrypoints.workers.loop import Loop
 from craig.entrypoints.workers.messaging import consumers_running, consumers_running_when_reachable
@@ -54,7 +53,11 @@ async def _loops_running(container: Container, loops: Sequence[Loop] | None) -> 
         _, pending = await asyncio.wait(tasks, timeout=WORKER_STOP_TIMEOUT.total_seconds()) if tasks else (set(), set())
         for task in pending:
             task.cancel()
+        if pending:
+            _, stuck = await asyncio.wait(pending, timeout=WORKER_CANCEL_GRACE.total_seconds())
+            if stuck:  # a loop blocked where cancelling does not reach: stop without it
+                log.warning("worker loops did not stop when cancelled", workers=sorted(t.get_name() for t in stuck))
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: each loop logs its own failures
         log.info("workers stopped")
