@@ -104,7 +104,7 @@ async def test_a_server_that_never_answers_is_named_as_such_not_as_a_busy_pool()
     async with tcp_server() as silent:
         database = PostgresDatabase(f"postgresql://postgres@127.0.0.1:{silent.port}/craig", acquire_timeout_seconds=0.2)
         try:
-            with pytest.raises(DatabaseUnavailable, match="the database did not answer within 0.2 s"):
+            with pytest.raises(DatabaseUnavailable, match=r"the database did not answer within 0\.2 s"):
                 await database.ping()
         finally:
             await database.dispose()

@@ -46,7 +46,7 @@ async def test_within_answers_at_its_deadline_and_lets_the_cancelled_work_wind_d
     cleanup_done, cancelled = asyncio.Event(), []
     before = deadline.winding_down()
     finished = await _guarded(within(0.05, _stubborn(cleanup_done, cancelled)()))
-    with pytest.raises(TimeoutError, match="no answer within 0.05 s"):
+    with pytest.raises(TimeoutError, match=r"no answer within 0\.05 s"):
         finished.result()
     await asyncio.sleep(0)
     assert cancelled == [1] and deadline.winding_down() == before + 1  # told to stop, still unwinding
