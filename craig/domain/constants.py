@@ -40,6 +40,9 @@ IDEMPOTENCY_LOSER_POLL_INTERVAL: Final = timedelta(milliseconds=250)
 IDEMPOTENCY_MAX_STORED_BODY_BYTES: Final = 1024 * 1024
 #: Slots older than this are purged by the cleanup worker.
 IDEMPOTENCY_RETENTION: Final = timedelta(hours=24)
+#: The shortest retention a deployment may set (``CRAIG_IDEMPOTENCY__RETENTION_HOURS``): a retry
+#: after its slot is purged runs the request again.
+IDEMPOTENCY_MIN_RETENTION: Final = timedelta(hours=1)
 #: Length bounds of an ``Idempotency-Key`` header value (printable ASCII).
 IDEMPOTENCY_KEY_MAX_LENGTH: Final = 255
 #: A slot marked ``failed`` keeps at most this much of its error's text.
@@ -74,6 +77,9 @@ INBOX_BACKOFF_BASE: Final = timedelta(seconds=1)
 INBOX_BACKOFF_CAP: Final = timedelta(seconds=60)
 #: Processed inbox rows older than this are purged.
 INBOX_RETENTION: Final = timedelta(days=7)
+#: The shortest retention a deployment may set (``CRAIG_INBOX__RETENTION_DAYS``): an event
+#: delivered again after its row is purged is handled again.
+INBOX_MIN_RETENTION: Final = timedelta(days=1)
 #: A broker consumer that cannot settle a message (its re-publish to a retry queue or to the
 #: dead-letter exchange fails) holds it this long before requeueing it, doubling per consecutive
 #: failure on its queue, with equal jitter, up to the cap (below the broker's 15 s graceful stop).

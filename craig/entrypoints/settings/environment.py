@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import math
 import os
 import re
 import types
@@ -159,9 +160,12 @@ def _convert(raw: str, annotation: Any, name: str) -> Any:
         raise SettingsError(f"{name}={raw!r} is not a boolean; use true or false")
     if annotation in (int, float):
         try:
-            return annotation(raw.strip())
+            number = annotation(raw.strip())
         except ValueError:
             raise SettingsError(f"{name}={raw!r} is not a number; set it to a {annotation.__name__}") from None
+        if not math.isfinite(number):  # nan slips past every comparison, inf past every maximum
+            raise SettingsError(f"{name}={raw!r} is not a finite number; set it to a {annotation.__name__}")
+        return number
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         allowed = ", ".join(str(m.value) for m in annotation)
         try:

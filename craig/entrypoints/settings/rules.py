@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import overload
+
+import attrs
 
 from craig.adapters.crypto.policy import key_problem
 from craig.domain.constants import (
     ATTACHMENT_SCAN_GRACE,
     ATTACHMENT_SCAN_MIN_GRACE,
+    IDEMPOTENCY_MIN_RETENTION,
+    INBOX_MIN_RETENTION,
     JWT_SECRET_MIN_BYTES,
     REFERRAL_RESPONSE_TIME_MAX,
 )
@@ -120,6 +125,78 @@ def _cors_wildcard_with_credentials(s: Settings) -> str | None:
             "act as the user; list the allowed origins or turn credentials off"
         )
     return None
+
+
+#: A duration setting longer than this is a typo (and past what Python's timedelta holds).
+_LONGEST_DURATION = timedelta(days=36_500)
+#: Duration settings by the unit their name ends in, in seconds.
+_UNITS = {"_ms": 0.001, "_seconds": 1.0, "_hours": 3600.0, "_days": 86400.0}
+#: Durations that may be 0: no clock skew tolerated; a duplicate that does not wait; no
+#: statement timeout (PostgreSQL's meaning of 0).
+_MAY_BE_ZERO = frozenset(
+    {
+        "CRAIG_AUTH__LEEWAY_SECONDS",
+        "CRAIG_IDEMPOTENCY__WAIT_CEILING_SECONDS",
+        "CRAIG_DATABASE__STATEMENT_TIMEOUT_MS",
+    }
+)
+
+
+def duration_settings(s: Settings) -> Iterator[tuple[str, float, float]]:
+    """Every duration setting: its variable's name, its value, and its unit in seconds."""
+    for section in attrs.fields(type(s)):
+        group = getattr(s, section.name)
+        if not attrs.has(type(group)):
+            continue
+        for field in attrs.fields(type(group)):
+            unit = next((seconds for suffix, seconds in _UNITS.items() if field.name.endswith(suffix)), None)
+            if unit is not None:
+                yield f"CRAIG_{section.name}__{field.name}".upper(), getattr(group, field.name), unit
+
+
+@rule
+def _durations_in_range(s: Settings) -> str | None:
+    """A negative or zero interval busy-loops or purges at once (an idempotency retention of 0
+    forgot every key a minute later, so a client's retry ran twice); an absurd one overflows."""
+    for name, value, unit in duration_settings(s):
+        if value < 0 or (value == 0 and name not in _MAY_BE_ZERO):
+            least = "0 or more" if name in _MAY_BE_ZERO else "positive"
+            return f"{name} must be {least} (got {value:g}); remove it to use the default"
+        if value * unit > _LONGEST_DURATION.total_seconds():
+            return f"{name} must be at most {_LONGEST_DURATION.total_seconds() / unit:g} (got {value:g})"
+    return None
+
+
+@rule
+def _retention_long_enough_to_deduplicate(s: Settings) -> str | None:
+    if s.idempotency.retention_hours < IDEMPOTENCY_MIN_RETENTION.total_seconds() / 3600:
+        return (
+            f"CRAIG_IDEMPOTENCY__RETENTION_HOURS must be at least {IDEMPOTENCY_MIN_RETENTION.total_seconds() / 3600:g} "
+            f"(got {s.idempotency.retention_hours:g}): a client retrying with the same Idempotency-Key after "
+            "its slot is purged has the request run again"
+        )
+    if s.inbox.retention_days < INBOX_MIN_RETENTION.total_seconds() / 86400:
+        return (
+            f"CRAIG_INBOX__RETENTION_DAYS must be at least {INBOX_MIN_RETENTION.total_seconds() / 86400:g} "
+            f"(got {s.inbox.retention_days:g}): an event delivered again after its inbox row is purged is "
+            "handled again"
+        )
+    if s.inbox.backoff_cap_seconds < s.inbox.backoff_base_seconds:
+        return (
+            f"CRAIG_INBOX__BACKOFF_CAP_SECONDS ({s.inbox.backoff_cap_seconds:g}) must not be shorter than "
+            f"CRAIG_INBOX__BACKOFF_BASE_SECONDS ({s.inbox.backoff_base_seconds:g})"
+        )
+    return None
+
+
+@rule
+def _log_level(s: Settings) -> str | None:
+    if s.log_level.upper() not in _LOG_LEVELS:
+        return f"CRAIG_LOG_LEVEL={s.log_level!r} is not a log level; use one of: {', '.join(_LOG_LEVELS)}"
+    return None
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @rule
