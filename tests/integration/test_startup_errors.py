@@ -186,3 +186,14 @@ async def test_a_worker_told_to_stop_while_a_silent_database_holds_its_start_sto
     text = out.decode()
     assert process.returncode == 0, text
     assert "worker stopped while starting" in text and "Traceback" not in text
+
+
+def test_a_password_given_in_the_database_urls_query_is_never_printed(tmp_path: Path) -> None:
+    """libpq and asyncpg take ``?password=`` as well as the user part; the start's one-line
+    refusal printed the URL with only the user part's password masked."""
+    url = f"postgresql://postgres:in-userinfo@127.0.0.1:{free_port()}/craig?password=in-query&sslpassword=in-ssl"
+    result = _craig("serve", "--port", str(free_port()), **_production_env(tmp_path, url))
+    assert result.returncode != 0 and "cannot reach PostgreSQL" in result.stderr, result.stderr
+    for secret in ("in-userinfo", "in-query", "in-ssl"):
+        assert secret not in result.stdout + result.stderr
+    assert "password=masked" in result.stderr and "sslpassword=masked" in result.stderr

@@ -56,6 +56,18 @@ def json_value(raw: object) -> Any:
     return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
+#: Query parameters of a PostgreSQL URL that carry a secret (libpq's names for them).
+_SECRET_QUERY = frozenset({"password", "sslpassword"})
+
+
+def printable_url(url: str) -> str:
+    """``url`` for a message or a log line: its password masked, in the user part and in the
+    query (``?password=`` is as valid to libpq and asyncpg, and was printed as it was)."""
+    parsed = async_url(url)
+    query = {key: "masked" if key.lower() in _SECRET_QUERY else value for key, value in parsed.query.items()}
+    return parsed.set(query=query).render_as_string(hide_password=True)
+
+
 def libpq_dsn(url: str) -> str:
     """The same URL as a plain ``postgresql://`` DSN, for asyncpg."""
     return async_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -336,7 +348,7 @@ class PostgresDatabase:
             self._closing = False
 
     def __repr__(self) -> str:
-        return f"PostgresDatabase({async_url(self.url).render_as_string(hide_password=True)})"
+        return f"PostgresDatabase({printable_url(self.url)})"
 
 
 def _discard(raw: asyncpg.Connection) -> None:
