@@ -14,7 +14,7 @@ import pytest
 import structlog
 
 from craig.adapters.rabbit.bus import RabbitEventBus, Unroutable
-from craig.adapters.rabbit.dead_letters import RabbitDeadLetters
+from craig.adapters.rabbit.dead_letters import RabbitDeadLetters, put_back, take_messages
 from craig.domain.events import EventEnvelope
 from craig.ports.errors import BrokerUnavailable
 from craig.ports.messaging import Acknowledge, DeadLetterInfo, DeliveryOutcome, Subscription
@@ -194,3 +194,33 @@ async def test_a_broker_that_accepts_and_never_answers_is_unavailable_not_a_hang
             assert loops == [] and len(silent.accepted) == 1
         finally:
             await bus.close()
+
+
+async def test_listing_gives_every_letter_back_in_its_place(
+    bus: RabbitEventBus, rabbit_url: str, broker_names: BrokerNames
+) -> None:
+    """Listing takes every letter (unacknowledged) to sort them by id, then gives each back:
+    all are counted again, and a second reading finds the queue's order unchanged."""
+    await bus.connect([])
+    prefix = broker_names.queue_prefix
+    ids = [uuid.uuid4() for _ in range(500)]  # random ids: the queue's order is not the listing's
+    connection = await aio_pika.connect(rabbit_url, timeout=5)
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True)
+        dlx = await channel.get_exchange(broker_names.dlx_exchange)
+        for event_id in ids:
+            body = json.dumps({"id": str(event_id), "type": "tests.happened"}).encode()
+            headers = {"x-original-queue": f"{prefix}.c", "x-consumer": "c", "x-retry-count": 5}
+            await dlx.publish(aio_pika.Message(body, message_id=str(event_id), headers=headers), routing_key="c")
+    dead = RabbitDeadLetters(bus)
+    await _eventually(_holds(dead.count, len(ids)), "every dead letter")
+    listed = await dead.peek(3)
+    assert [letter.event_id for letter in listed] == sorted(ids)[:3]
+    await _eventually(_holds(dead.count, len(ids)), "every letter back")
+    queue = await dead._queue()
+    again = await take_messages(queue, len(ids) + 1)
+    try:
+        assert [uuid.UUID(m.message_id or "") for m in again] == ids  # each in its place
+    finally:
+        await put_back(again)
+    assert await dead.count() == len(ids)
