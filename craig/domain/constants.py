@@ -420,6 +420,9 @@ RULE_CACHE_MAX_ENTRIES: Final = 1000
 RULE_CACHE_MAX_AGE: Final = timedelta(seconds=60)
 #: Rows ``craig keys rotate`` re-encrypts per transaction.
 KEY_ROTATION_BATCH_SIZE: Final = 500
+#: The most ``craig keys rotate --batch-size`` takes: a batch is one transaction, whose row locks
+#: the application's writes of those rows wait for, within the statement timeout.
+KEY_ROTATION_MAX_BATCH_SIZE: Final = 10_000
 
 # --- The operator command line ----------------------------------------------------------------
 #: A progress bar on a terminal is redrawn at most this often.

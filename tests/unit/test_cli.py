@@ -140,6 +140,7 @@ SOME_ID = str(uuid.uuid4())
         (["dlx", "replay", "--id", "42"], "is not a valid UUID"),
         (["dlx", "list", "--limit", "-1"], "--limit"),
         (["keys", "rotate", "--batch-size", "0"], "--batch-size"),
+        (["keys", "rotate", "--batch-size", "10001"], "--batch-size"),
         (["attachments", "discard"], "Missing option '--id'"),
         (["attachments", "discard", "--id", "42"], "is not a valid UUID"),
         (["attachments", "failed", "--limit", "10001"], "--limit"),

@@ -12,6 +12,7 @@ from typing import TextIO
 
 import click
 
+from craig.domain.constants import KEY_ROTATION_BATCH_SIZE, KEY_ROTATION_MAX_BATCH_SIZE
 from craig.entrypoints.bootstrap import bootstrap
 from craig.entrypoints.cli.common import ExitCode, echo, exit_codes, run
 from craig.entrypoints.cli.progress import ProgressBar
@@ -35,10 +36,10 @@ def keys_group() -> None:
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=KEY_ROTATION_MAX_BATCH_SIZE),
     default=None,
     metavar="N",
-    help="Rows per transaction (default 500).",
+    help=f"Rows per transaction (default {KEY_ROTATION_BATCH_SIZE}, at most {KEY_ROTATION_MAX_BATCH_SIZE}).",
 )
 def rotate_command(batch_size: int | None) -> int:
     """Re-encrypt every encrypted column under the newest key.
