@@ -71,6 +71,11 @@ class CaseQuery:
         except ValueError:
             choices = ", ".join(s.value for s in CaseSort)
             raise InvalidInput(f"sort must be one of {choices}; got {sort!r}") from None
+        for field, moment in (("opened_from", opened_from), ("opened_to", opened_to)):
+            if moment is not None and moment.utcoffset() is None:
+                # A time with no zone is no instant: compared as the server's local time it
+                # would select by whatever zone the process runs in.
+                raise InvalidInput(f"{field} needs a time zone (e.g. 2026-01-31T14:00:00Z)", field=field)
         name = normalise_family_name(family_name) if family_name is not None else None
         if name == "":
             # An empty filter must not widen the list to every case the caller may see.

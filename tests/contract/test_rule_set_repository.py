@@ -47,7 +47,7 @@ async def test_a_number_is_read_back_as_jsonb_keeps_it_on_every_adapter(backend:
     """JSONB keeps a number as an exact decimal written without an exponent: a value sent as a
     float in exponent form comes back as an integer. The memory adapter gives the same values
     back, so what the tests see on it is what PostgreSQL does."""
-    sent = [1e23, 1.5e2, 2.5e20, 1e-07, 0.1, 3]  # as JSON: 1e+23, 150.0, 2.5e+20, 1e-07, 0.1, 3
+    sent = [1e23, 1.5e2, 2.5e20, 1e-07, 0.1, 3, -0.0]  # as JSON: 1e+23, 150.0, 2.5e+20, 1e-07, 0.1, 3, -0.0
     rules = [{"when": {"fact": "n", "op": "eq", "value": v}, "then": f"r{i}"} for i, v in enumerate(sent)]
     uow = backend.uow()
     async with uow:
@@ -63,7 +63,9 @@ async def test_a_number_is_read_back_as_jsonb_keeps_it_on_every_adapter(backend:
         ("float", 1e-07),
         ("float", 0.1),
         ("int", 3),
+        ("float", 0.0),
     ]
+    assert str(values[-1]) == "0.0"  # no negative zero: JSONB has none
 
 
 async def test_a_rolled_back_version_leaves_no_trace(backend: Backend) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ async def test_cases_visibility_and_assignment(api: Api) -> None:
     # One ETag, one body: the assignment answered the case as stored (its updated_at was the
     # case's previous one under the new ETag).
     assert (first.headers["etag"], first.json()) == (read.headers["etag"], read.json())
-    assert first.json()["updated_at"] > case["updated_at"]
+    assert datetime.fromisoformat(first.json()["updated_at"]) > datetime.fromisoformat(case["updated_at"])
 
     for _ in range(2):
         await api.case()

@@ -235,6 +235,10 @@ async def test_finding_cases(api: CaseworkApi) -> None:
             refused = await api.client.get(f"/v1/cases?{blank}", headers=who)
             assert refused.status_code == 422 and problem_type(refused) == "invalid-input", (blank, refused.text)
             assert "family_name must name a family" in refused.json()["detail"]
+    for naive in ("opened_from=2020-01-01T00:00:00", "opened_to=2030-01-01T00:00:00"):
+        refused = await api.client.get(f"/v1/cases?{naive}", headers=api.supervisor.headers)
+        assert refused.status_code == 422 and problem_type(refused) == "invalid-input", refused.text
+        assert "needs a time zone" in refused.json()["detail"]
     for bad in ("sort=title", "status=gone", "assigned_to=you", "opened_from=yesterday", "referral_id=7"):
         response = await api.client.get(f"/v1/cases?{bad}", headers=ann.headers)
         assert response.status_code in (400, 422) and response.headers["content-type"] == "application/problem+json", (

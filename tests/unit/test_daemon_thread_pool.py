@@ -91,3 +91,26 @@ def test_shutdown_lets_queued_calls_finish_or_cancels_them_and_takes_no_more() -
 def test_a_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError, match="at least one"):
         DaemonThreadPool(0, "craig-t")
+
+
+def test_when_no_thread_can_be_started_a_call_fails_and_never_runs_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = DaemonThreadPool(2, "craig-nostart")
+    ran: list[str] = []
+    start = threading.Thread.start
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        pool.submit(lambda: ran.append("lost"))
+    monkeypatch.setattr(threading.Thread, "start", start)
+    release = threading.Event()
+    busy = pool.submit(release.wait)  # starts the pool's first thread, and holds it
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    waiting = pool.submit(lambda: ran.append("kept"))  # no second thread: it waits for the first
+    monkeypatch.setattr(threading.Thread, "start", start)
+    release.set()
+    assert busy.result() is True and waiting.result() is None
+    assert ran == ["kept"]  # the call refused at first was not run later
+    pool.shutdown()

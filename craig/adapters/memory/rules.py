@@ -43,7 +43,8 @@ def as_jsonb_gives_it_back(number: str) -> int | float:
     100000000000000000000000 and ``1.5e+2`` as 150, while ``150.0`` and ``1e-07`` stay fractions."""
     exact = Decimal(number)
     exponent = exact.as_tuple().exponent
-    return int(exact) if isinstance(exponent, int) and exponent >= 0 else float(number)
+    # + 0.0: JSONB has no negative zero (-0.0 comes back as 0.0).
+    return int(exact) if isinstance(exponent, int) and exponent >= 0 else float(number) + 0.0
 
 
 def rule_set_of(row: RuleSetRow) -> RuleSet:

@@ -33,7 +33,9 @@ class DaemonThreadPool(Executor):
         self._size = size
         self._name = name
         self._work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
-        #: One permit per thread that is idle and not yet promised to a submitted call.
+        #: A permit per call a thread finished: a call that takes one waits for that thread
+        #: instead of starting another. Once every thread is started (threads then never end
+        #: before shutdown) permits may outnumber idle threads, which no longer matters.
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._threads = 0
@@ -47,8 +49,16 @@ class DaemonThreadPool(Executor):
                 raise RuntimeError("cannot run a call on a thread pool that was shut down")
             self._work.put((future, fn, args, kwargs))
             if not self._idle.acquire(blocking=False) and self._threads < self._size:
-                self._threads += 1
-                threading.Thread(target=self._serve, name=f"{self._name}_{next(self._numbers)}", daemon=True).start()
+                thread = threading.Thread(target=self._serve, name=f"{self._name}_{next(self._numbers)}", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # the system will not make another thread
+                    if not self._threads:
+                        future.cancel()  # queued, it would run later for a caller told it failed
+                        raise
+                    # The threads there are will take it.
+                else:
+                    self._threads += 1
         return future
 
     def _serve(self) -> None:

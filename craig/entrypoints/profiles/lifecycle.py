@@ -10,6 +10,7 @@ a :class:`StartupError`: one line for the operator that names it and says how to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -117,11 +118,24 @@ class EmbeddedServer(PostgresServer):
         self.shown_as = shown_as
 
     async def start(self) -> None:
+        """Start the server and make its database. A start that fails or is cancelled (a
+        worker told to stop while it starts) stops the server it started: the thread starting
+        it cannot be interrupted, so a cancelled start waits for it and then stops the server,
+        which would otherwise outlive the process, and be reused and never stopped by the next."""
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start))
         try:
-            await asyncio.to_thread(self.server.start)
-            await asyncio.to_thread(self.server.ensure_database, self.database)
-        except Exception as error:
-            raise StartupError(f"embedded PostgreSQL under {self.shown_as} did not start: {error}") from error
+            await asyncio.shield(starting)
+        except BaseException as error:
+            with contextlib.suppress(Exception):
+                await starting  # the thread runs on: let it finish, then undo it
+            await asyncio.to_thread(self.server.stop_if_started_here)
+            if isinstance(error, Exception):
+                raise StartupError(f"embedded PostgreSQL under {self.shown_as} did not start: {error}") from error
+            raise
+
+    def _start(self) -> None:
+        self.server.start()
+        self.server.ensure_database(self.database)
 
     async def stop(self) -> None:
         await asyncio.to_thread(self.server.stop_if_started_here)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import logging
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import overload
@@ -127,23 +128,46 @@ def _cors_wildcard_with_credentials(s: Settings) -> str | None:
     return None
 
 
-#: A duration setting longer than this is a typo (and past what Python's timedelta holds).
-_LONGEST_DURATION = timedelta(days=36_500)
+#: A duration setting longer than this is a typo ("keep for ever" fits in it), and a purge's
+#: cut-off (now minus the retention) stays a date Python holds.
+_LONGEST_DURATION = timedelta(days=365_000)
 #: Duration settings by the unit their name ends in, in seconds.
 _UNITS = {"_ms": 0.001, "_seconds": 1.0, "_hours": 3600.0, "_days": 86400.0}
 #: Durations that may be 0: no clock skew tolerated; a duplicate that does not wait; no
-#: statement timeout (PostgreSQL's meaning of 0).
+#: statement timeout (PostgreSQL's meaning of 0); published events purged at the next pass;
+#: a failed delivery retried at once (development).
 _MAY_BE_ZERO = frozenset(
     {
         "CRAIG_AUTH__LEEWAY_SECONDS",
         "CRAIG_IDEMPOTENCY__WAIT_CEILING_SECONDS",
         "CRAIG_DATABASE__STATEMENT_TIMEOUT_MS",
+        "CRAIG_OUTBOX__RETENTION_DAYS",
+        "CRAIG_INBOX__BACKOFF_BASE_SECONDS",
+        "CRAIG_INBOX__BACKOFF_CAP_SECONDS",
     }
 )
+#: PostgreSQL takes a statement_timeout up to this (an int4 of milliseconds).
+_LONGEST_STATEMENT_TIMEOUT_MS = 2_147_483_647
+#: Sections whose durations matter only to commands that use that dependency.
+_SECTION_NEEDS = {
+    "auth": Needs.TOKENS,
+    "database": Needs.DATABASE,
+    "broker": Needs.BROKER,
+    "object_store": Needs.OBJECT_STORE,
+}
 
 
-def duration_settings(s: Settings) -> Iterator[tuple[str, float, float]]:
-    """Every duration setting: its variable's name, its value, and its unit in seconds."""
+@attrs.frozen
+class DurationSetting:
+    section: str
+    name: str
+    value: float
+    #: Its unit, in seconds.
+    unit: float
+
+
+def duration_settings(s: Settings) -> Iterator[DurationSetting]:
+    """Every duration setting: found by the unit its name ends in."""
     for section in attrs.fields(type(s)):
         group = getattr(s, section.name)
         if not attrs.has(type(group)):
@@ -151,20 +175,47 @@ def duration_settings(s: Settings) -> Iterator[tuple[str, float, float]]:
         for field in attrs.fields(type(group)):
             unit = next((seconds for suffix, seconds in _UNITS.items() if field.name.endswith(suffix)), None)
             if unit is not None:
-                yield f"CRAIG_{section.name}__{field.name}".upper(), getattr(group, field.name), unit
+                name = f"CRAIG_{section.name}__{field.name}".upper()
+                yield DurationSetting(section.name, name, getattr(group, field.name), unit)
 
 
-@rule
-def _durations_in_range(s: Settings) -> str | None:
-    """A negative or zero interval busy-loops or purges at once (an idempotency retention of 0
-    forgot every key a minute later, so a client's retry ran twice); an absurd one overflows."""
-    for name, value, unit in duration_settings(s):
-        if value < 0 or (value == 0 and name not in _MAY_BE_ZERO):
-            least = "0 or more" if name in _MAY_BE_ZERO else "positive"
-            return f"{name} must be {least} (got {value:g}); remove it to use the default"
-        if value * unit > _LONGEST_DURATION.total_seconds():
-            return f"{name} must be at most {_LONGEST_DURATION.total_seconds() / unit:g} (got {value:g})"
+def _shown(number: float) -> str:
+    return str(number) if isinstance(number, int) else f"{number:g}"
+
+
+def _duration_problem(setting: DurationSetting) -> str | None:
+    name, value = setting.name, setting.value
+    if value < 0 or (value == 0 and name not in _MAY_BE_ZERO):
+        least = "0 or more" if name in _MAY_BE_ZERO else "positive"
+        return f"{name} must be {least} (got {_shown(value)}); remove it to use the default"
+    longest: float = round(_LONGEST_DURATION.total_seconds() / setting.unit)
+    if name == "CRAIG_DATABASE__STATEMENT_TIMEOUT_MS":
+        longest = _LONGEST_STATEMENT_TIMEOUT_MS
+    if value > longest:
+        return f"{name} must be at most {_shown(longest)} (got {_shown(value)})"
     return None
+
+
+def _durations_of(sections: Callable[[str], bool]) -> Rule:
+    def check(s: Settings) -> str | None:
+        """A negative or zero interval busy-loops or purges at once (an idempotency retention
+        of 0 forgot every key a minute later, so a client's retry ran twice); an absurd one
+        overflows."""
+        for setting in duration_settings(s):
+            if sections(setting.section) and (problem := _duration_problem(setting)):
+                return problem
+        return None
+
+    return check
+
+
+def _one_section(chosen: str) -> Callable[[str], bool]:
+    return lambda section: section == chosen
+
+
+rule(_durations_of(lambda section: section not in _SECTION_NEEDS))
+for _section, _needs in _SECTION_NEEDS.items():
+    rule(about=_needs)(_durations_of(_one_section(_section)))
 
 
 @rule
@@ -191,12 +242,10 @@ def _retention_long_enough_to_deduplicate(s: Settings) -> str | None:
 
 @rule
 def _log_level(s: Settings) -> str | None:
-    if s.log_level.upper() not in _LOG_LEVELS:
-        return f"CRAIG_LOG_LEVEL={s.log_level!r} is not a log level; use one of: {', '.join(_LOG_LEVELS)}"
+    # The names the logging configuration resolves (WARN and FATAL too), any case.
+    if s.log_level.upper() not in logging.getLevelNamesMapping():
+        return f"CRAIG_LOG_LEVEL={s.log_level!r} is not a log level; use one of: DEBUG, INFO, WARNING, ERROR, CRITICAL"
     return None
-
-
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @rule

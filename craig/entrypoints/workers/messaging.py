@@ -89,9 +89,10 @@ async def consumers_running(
         subscriptions = subscriptions_for(container)
     chosen: Sequence[Subscription] = [s for s in subscriptions if s.broadcast or not broadcast_only]
     bus = container.event_bus()
-    await bus.connect(subscriptions)
-    await bus.consume([(s, delivery_for(container, s)) for s in chosen])
     try:
+        # Inside the try: a start that fails or is cancelled half-way stops the consumers it started.
+        await bus.connect(subscriptions)
+        await bus.consume([(s, delivery_for(container, s)) for s in chosen])
         yield
     finally:
         await bus.close()
