@@ -159,10 +159,22 @@ def test_production_serve_still_refuses_broker_credentials_the_broker_refuses(
     assert len(lines) == 1 and "ACCESS_REFUSED" in lines[0] and "CRAIG_BROKER__URL" in lines[0], result.stderr
 
 
-async def test_a_worker_told_to_stop_while_a_silent_database_holds_its_start_stops_at_once(tmp_path: Path) -> None:
-    """SIGTERM only set a flag the worker read once it had started, and a database that
-    accepts connections and never answers holds the start for the pool's acquire timeout
-    (30 s), after which it exited 2. Now the start is given up: nothing is in hand, exit 0."""
+@pytest.mark.parametrize(
+    ("command", "stopped"),
+    [
+        (["worker"], "worker stopped while starting"),
+        (["serve", "--port", "0"], "stopped while starting"),
+        (["serve", "--port", "0", "--workers", "2"], "stopped while starting"),
+    ],
+)
+async def test_a_process_told_to_stop_while_a_silent_database_holds_its_start_stops_at_once(
+    tmp_path: Path, command: list[str], stopped: str
+) -> None:
+    """A database that accepts connections and never answers holds a start for the pool's
+    acquire timeout (30 s). SIGTERM then only set a flag the worker read once it had started
+    (it exited 2 after the timeout), and killed ``craig serve`` where it stood (143), leaving
+    whatever the start had opened, an embedded PostgreSQL included. Now the start is cancelled
+    and unwinds what it opened: nothing is in hand, exit 0."""
     from tests.support.silent_servers import tcp_server
 
     async with tcp_server() as silent:
@@ -171,7 +183,7 @@ async def test_a_worker_told_to_stop_while_a_silent_database_holds_its_start_sto
         )
         clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
         process = await asyncio.create_subprocess_exec(
-            CRAIG, "worker", env={**clean, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            CRAIG, *command, env={**clean, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )
         try:
             while not silent.accepted and process.returncode is None:  # the start waits on the database
@@ -185,7 +197,7 @@ async def test_a_worker_told_to_stop_while_a_silent_database_holds_its_start_sto
                 await process.wait()
     text = out.decode()
     assert process.returncode == 0, text
-    assert "worker stopped while starting" in text and "Traceback" not in text
+    assert stopped in text and "Traceback" not in text
 
 
 def test_a_password_given_in_the_database_urls_query_is_never_printed(tmp_path: Path) -> None:

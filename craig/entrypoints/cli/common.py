@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import signal
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -23,6 +24,43 @@ class ExitCode(enum.IntEnum):
 
 class Refused(Exception):
     """The command cannot do this: one line for the operator (exit 2)."""
+
+
+class StartInterrupts:
+    """While a long-running command starts, SIGTERM and Ctrl-C cancel the start instead of
+    ending the process where it stands, so what the start opened unwinds: an embedded
+    PostgreSQL it started is stopped, not left running for the next process to reuse and never
+    stop. ``asked`` says whether that happened. Leave the block before the server takes the
+    signals over."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self._task: asyncio.Task[Any] | None = None
+
+    async def __aenter__(self) -> StartInterrupts:
+        self._task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop)
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+    def _stop(self) -> None:
+        if not self.asked and self._task is not None:
+            self.asked = True
+            self._task.cancel()
+
+    def stopped(self) -> bool:
+        """After a cancelled start: True when a signal cancelled it (the task is uncancelled,
+        so it may go on to return), False when something else did."""
+        if not self.asked or self._task is None:
+            return False
+        self._task.uncancel()
+        return True
 
 
 def exit_codes(

@@ -19,7 +19,7 @@ import structlog
 
 from craig.domain.constants import SERVE_MAX_WORKERS
 from craig.entrypoints.bootstrap import bootstrap, prepare_settings
-from craig.entrypoints.cli.common import ExitCode, Refused, exit_codes
+from craig.entrypoints.cli.common import ExitCode, Refused, StartInterrupts, exit_codes
 from craig.entrypoints.collector import tuned_for_serving
 from craig.entrypoints.container import Container, build_container, one_process_only
 from craig.entrypoints.runtime import running
@@ -113,10 +113,18 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     async def main() -> int:
         # RabbitMQ and the object store may be down: the API starts degraded (readiness says so)
         # and reaches them when they are back; the database it cannot do without.
+        interrupts = StartInterrupts()
         async with AsyncExitStack() as stack:
-            await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
-            if metrics_port:  # /metrics off the public API
-                await stack.enter_async_context(ops_server(host, metrics_port, {"/metrics": prometheus}))
+            try:
+                async with interrupts:
+                    await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
+                    if metrics_port:  # /metrics off the public API
+                        await stack.enter_async_context(ops_server(host, metrics_port, {"/metrics": prometheus}))
+            except asyncio.CancelledError:
+                if interrupts.stopped():
+                    log.info("stopped while starting")
+                    return ExitCode.OK
+                raise
             log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
             # uvicorn handles SIGTERM/SIGINT gracefully, then re-raises the signal to the handler
             # it found; after a complete graceful shutdown nothing is left to do: exit 0.
@@ -182,7 +190,17 @@ def _serve_in_processes(container: Container, host: str, port: int, workers: int
 
     async def main() -> int:
         # as with one process: RabbitMQ or the object store down, it starts degraded
-        async with running(container, tolerate=("object_store", "broker")), background():
+        interrupts = StartInterrupts()
+        async with AsyncExitStack() as stack:
+            try:
+                async with interrupts:
+                    await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
+                    await stack.enter_async_context(background())
+            except asyncio.CancelledError:
+                if interrupts.stopped():
+                    log.info("stopped while starting")
+                    return ExitCode.OK
+                raise
             sock = config.bind_socket()
             try:
                 # Multiprocess takes SIGTERM, SIGINT (and SIGHUP, SIGTTIN, SIGTTOU) from here on.
