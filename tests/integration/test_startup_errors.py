@@ -209,3 +209,45 @@ def test_a_password_given_in_the_database_urls_query_is_never_printed(tmp_path: 
     for secret in ("in-userinfo", "in-query", "in-ssl"):
         assert secret not in result.stdout + result.stderr
     assert "password=masked" in result.stderr and "sslpassword=masked" in result.stderr
+
+
+async def test_serve_stops_on_sigterm_while_a_silent_broker_holds_its_connect(tmp_path: Path, pg_url: str) -> None:
+    """The API starts degraded without RabbitMQ and keeps trying to connect in the background.
+    With a broker that accepts and never answers, a SIGTERM cancelled that connect inside
+    aio-pika, whose robust connection caught the cancel and started a reconnect loop that
+    swallowed every later one: the process never exited (an orchestrator's SIGKILL ended it)."""
+    from tests.support.silent_servers import tcp_server
+
+    async with tcp_server() as silent:
+        port = free_port()
+        env = _production_env(tmp_path, pg_url, CRAIG_BROKER__URL=f"amqp://guest:guest@127.0.0.1:{silent.port}/")
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
+        process = await asyncio.create_subprocess_exec(
+            CRAIG,
+            "serve",
+            "--port",
+            str(port),
+            env={**clean, **env},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            async with httpx.AsyncClient() as client:
+                while process.returncode is None:  # serving, degraded, with a connect in flight
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get(f"http://127.0.0.1:{port}/health/live", timeout=2)).status_code == 200:
+                            break
+                    await asyncio.sleep(0.1)
+            while not silent.accepted:
+                await asyncio.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            # A guard against hanging the suite, not a measurement: the stop waits at most for
+            # the connect attempt's timeout (10 s).
+            out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "Traceback" not in text

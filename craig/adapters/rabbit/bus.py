@@ -42,6 +42,7 @@ so Craig logs how to add it by policy and keeps the exchange as it is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -165,7 +166,7 @@ class RabbitEventBus(EventBus):
     async def connect(self, subscriptions: Sequence[Subscription]) -> None:
         try:
             if not self._connected:  # once per connection, not on every call (metrics call it too)
-                await self.broker.connect()
+                await self._first_connection()
                 await self.broker.declare_exchange(self.unrouted_exchange)
                 unrouted = await self.broker.declare_queue(RabbitQueue(self.unrouted_queue, durable=True))
                 await unrouted.bind(self.unrouted_exchange.name)
@@ -321,6 +322,22 @@ class RabbitEventBus(EventBus):
                 hook()
             except Exception as error:  # one hook must not keep the others from running
                 log.warning("an on_connected hook failed", error=str(error))
+
+    async def _first_connection(self) -> None:
+        """``broker.connect()``, which no cancel interrupts half-way. aio-pika's robust
+        connection catches a cancel that reaches its connect and starts a reconnect loop no one
+        holds, which swallows every later cancel too: a process stopping while a silent broker
+        held its connect never exited. So a cancel waits for the attempt (bounded by the connect
+        timeout), closes what it opened, and is raised then."""
+        connecting = asyncio.ensure_future(self.broker.connect())
+        try:
+            await asyncio.shield(connecting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await connecting
+            with contextlib.suppress(Exception):
+                await self.broker.stop()
+            raise
 
     async def close(self) -> None:
         self._on_connected.clear()

@@ -6,6 +6,7 @@ import asyncio
 import enum
 import signal
 from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
 import click
@@ -30,24 +31,39 @@ class StartInterrupts:
     """While a long-running command starts, SIGTERM and Ctrl-C cancel the start instead of
     ending the process where it stands, so what the start opened unwinds: an embedded
     PostgreSQL it started is stopped, not left running for the next process to reuse and never
-    stop. ``asked`` says whether that happened. Leave the block before the server takes the
-    signals over."""
+    stop. ``asked`` says whether that happened. Unwind inside the block (:meth:`unwound`), so a
+    second signal meanwhile is ignored rather than killing the unwinding; on the way out the
+    handlers found on the way in are put back, for the server to take the signals over."""
+
+    _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self) -> None:
         self.asked = False
         self._task: asyncio.Task[Any] | None = None
+        self._before: dict[int, Any] = {}
 
     async def __aenter__(self) -> StartInterrupts:
         self._task = asyncio.current_task()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in self._SIGNALS:
+            self._before[sig] = signal.getsignal(sig)
             loop.add_signal_handler(sig, self._stop)
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in self._SIGNALS:
             loop.remove_signal_handler(sig)
+            if self._before.get(sig) is not None:
+                signal.signal(sig, self._before[sig])
+
+    async def unwound(self, stack: AsyncExitStack) -> bool:
+        """After a ``CancelledError`` in the block: True when a signal caused it, once ``stack``
+        (what the start opened) is closed; False when something else did (re-raise it then)."""
+        if not self.asked:
+            return False
+        await stack.aclose()
+        return True
 
     def _stop(self) -> None:
         if not self.asked and self._task is not None:

@@ -115,16 +115,18 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
         # and reaches them when they are back; the database it cannot do without.
         interrupts = StartInterrupts()
         async with AsyncExitStack() as stack:
-            try:
-                async with interrupts:
+            async with interrupts:
+                try:
                     await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
                     if metrics_port:  # /metrics off the public API
                         await stack.enter_async_context(ops_server(host, metrics_port, {"/metrics": prometheus}))
-            except asyncio.CancelledError:
-                if interrupts.stopped():
-                    log.info("stopped while starting")
-                    return ExitCode.OK
-                raise
+                    await asyncio.sleep(0)  # a signal after the last step cancels here, not in uvicorn
+                except asyncio.CancelledError:
+                    if not await interrupts.unwound(stack):
+                        raise
+            if interrupts.stopped():
+                log.info("stopped while starting")
+                return ExitCode.OK
             log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
             # uvicorn handles SIGTERM/SIGINT gracefully, then re-raises the signal to the handler
             # it found; after a complete graceful shutdown nothing is left to do: exit 0.
@@ -192,15 +194,17 @@ def _serve_in_processes(container: Container, host: str, port: int, workers: int
         # as with one process: RabbitMQ or the object store down, it starts degraded
         interrupts = StartInterrupts()
         async with AsyncExitStack() as stack:
-            try:
-                async with interrupts:
+            async with interrupts:
+                try:
                     await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
                     await stack.enter_async_context(background())
-            except asyncio.CancelledError:
-                if interrupts.stopped():
-                    log.info("stopped while starting")
-                    return ExitCode.OK
-                raise
+                    await asyncio.sleep(0)  # a signal after the last step cancels here
+                except asyncio.CancelledError:
+                    if not await interrupts.unwound(stack):
+                        raise
+            if interrupts.stopped():
+                log.info("stopped while starting")
+                return ExitCode.OK
             sock = config.bind_socket()
             try:
                 # Multiprocess takes SIGTERM, SIGINT (and SIGHUP, SIGTTIN, SIGTTOU) from here on.
