@@ -366,6 +366,9 @@ EXCHANGE_MAX_PARTNERS_PER_TRANSACTION: Final = 50
 EXCHANGE_MAX_PAYLOAD_BYTES: Final = 256 * 1024
 #: Token lifetime assumed when a partner's token endpoint omits ``expires_in``.
 PARTNER_TOKEN_DEFAULT_LIFETIME: Final = timedelta(minutes=5)
+#: A token endpoint's ``expires_in`` above this is read as this: a token is asked for again at
+#: least once a day, whatever lifetime the partner claims.
+PARTNER_TOKEN_MAX_LIFETIME: Final = timedelta(days=1)
 #: How long a partner read (``fetch_page``) may wait for a rate-limit slot before a 503.
 PARTNER_READ_MAX_RATE_WAIT: Final = timedelta(seconds=5)
 #: Items of the partner's first records page shown in a partner's detail view.

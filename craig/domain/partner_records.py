@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from craig.domain.pages import Page
+from craig.domain.pages import Page, PageRequest
 
 T = TypeVar("T")
 
@@ -56,22 +56,37 @@ def parse_record(raw: Any) -> PartnerRecord:
     )
 
 
-def parse_page(raw: Any, parse_item: Callable[[Any], T]) -> Page[T]:
-    """``{items, page, per_page, total}`` with every item parsed; ``ValueError`` otherwise."""
+def parse_page(raw: Any, parse_item: Callable[[Any], T], asked: PageRequest | None = None) -> Page[T]:
+    """``{items, page, per_page, total}`` with every item parsed; ``ValueError`` otherwise,
+    and for a page other than the one ``asked`` for (another page number, or more items than
+    asked for: a partner's page is passed on to case workers as the page they asked for)."""
     if not isinstance(raw, Mapping):
         raise ValueError("a page must be a JSON object")
     items = raw.get("items")
     if not isinstance(items, list):
         raise ValueError("`items` must be a JSON array")
+    if asked is not None and len(items) > asked.per_page:
+        raise ValueError(f"the page holds {len(items)} items, more than the {asked.per_page} asked for")
     parsed = []
     for index, item in enumerate(items):
         try:
             parsed.append(parse_item(item))
         except ValueError as error:
             raise ValueError(f"items[{index}]: {error}") from None
-    return Page(
+    page = Page(
         items=parsed,
         page=_int(raw, "page", 1),
         per_page=_int(raw, "per_page", 1),
         total=_int(raw, "total", 0),
     )
+    if asked is not None and (page.page != asked.page or page.per_page > asked.per_page):
+        raise ValueError(
+            f"the partner answered page {page.page} of {page.per_page} for page {asked.page} of {asked.per_page}"
+        )
+    if page.total > _LARGEST_TOTAL:
+        raise ValueError(f"`total` must be at most {_LARGEST_TOTAL}")
+    return page
+
+
+#: The largest integer every JSON reader holds exactly (a double's 53 bits).
+_LARGEST_TOTAL = 2**53 - 1

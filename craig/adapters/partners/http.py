@@ -9,10 +9,13 @@ request the same way, as a ``protocol`` failure, never as an exception of httpx 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import math
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -25,6 +28,7 @@ from craig.domain.constants import (
     PARTNER_ERROR_DETAIL_MAX_CHARS,
     PARTNER_POOL_WAIT,
     PARTNER_TOKEN_DEFAULT_LIFETIME,
+    PARTNER_TOKEN_MAX_LIFETIME,
     PARTNER_TOKEN_SEND_SHARE,
     TOKEN_REFRESH_LEAD_TIME,
 )
@@ -33,31 +37,45 @@ from craig.domain.partners import Partner
 from craig.ports.exchange import Delivery, Pace, PartnerGateway, UpstreamDeserializeError, UpstreamError
 
 CORRELATION_HEADER = "X-Correlation-ID"
+#: A token that can go in a header as it is: printable ASCII without spaces (RFC 6750's b64token
+#: and every opaque token in use fit).
+_BEARER_TOKEN = re.compile(r"[\x21-\x7e]+")
 #: The request that made the job (not the job's own id, which is ``X-Correlation-ID``).
 REQUEST_ID_HEADER = "X-Request-ID"
 
 
+#: delta-seconds as RFC 9110 writes them: ASCII digits (``str.isdigit`` also takes "²"), and
+#: few enough that a timedelta holds them (the domain caps the wait far below anyway).
+_DELTA_SECONDS = re.compile(r"[0-9]{1,9}")
+
+
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
-    """``Retry-After`` as delta-seconds or an HTTP date; None when absent or unparsable."""
+    """``Retry-After`` as delta-seconds or an HTTP date; None when absent or unparsable. Never
+    raises, whatever the partner wrote: an exception here once turned a partner's 2xx into a
+    crash of the dispatch, which was retried (a duplicate) and finally failed."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if _DELTA_SECONDS.fullmatch(value):
         return timedelta(seconds=int(value))
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(timedelta(0), when - now)
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(timedelta(0), when - now)
 
 
 def _answer(response: httpx.Response, *, at_token_endpoint: bool = False) -> PartnerAnswer:
-    snippet = " ".join(response.text[:PARTNER_ERROR_DETAIL_MAX_CHARS].split())
+    # Decoded from the first bytes only (the answer's charset may be unknown, its body huge).
+    head = response.content[: PARTNER_ERROR_DETAIL_MAX_CHARS * 4].decode("utf-8", "replace")
+    snippet = " ".join(head[:PARTNER_ERROR_DETAIL_MAX_CHARS].split())
+    # A wait means something only with a refusal: a 2xx is sent, whatever else it carries.
+    retry_after = None if response.is_success else response.headers.get("retry-after")
     return PartnerAnswer(
         status=response.status_code,
-        retry_after=parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
+        retry_after=parse_retry_after(retry_after, datetime.now(UTC)),
         detail=snippet,
         at_token_endpoint=at_token_endpoint,
     )
@@ -94,6 +112,18 @@ def _unusable(url: str) -> str | None:
     return None
 
 
+async def _whole(request: Awaitable[httpx.Response], timeout: httpx.Timeout) -> httpx.Response:
+    """``request`` within the sum of its timeouts, as a read timeout beyond it. httpx's read
+    timeout is per read: a partner that sends its answer a byte every few seconds never trips
+    it, and held a case worker's request (and the partner's token lock) as long as it liked."""
+    limit = sum(t for t in (timeout.pool, timeout.connect, timeout.read, timeout.write) if t is not None)
+    try:
+        async with asyncio.timeout(limit):
+            return await request
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"the exchange took longer than {limit:g} s") from None
+
+
 def _bad_url(why: str, *, at_token_endpoint: bool = False) -> TransportFailure:
     return TransportFailure("protocol", f"unusable URL, {why}", at_token_endpoint=at_token_endpoint)
 
@@ -126,11 +156,14 @@ class HttpPartnerGateway(PartnerGateway):
         if unusable is not None:
             raise TokenUnavailable(_bad_url(unusable, at_token_endpoint=True))
         try:
-            response = await self._client.post(
-                partner.token_url,
-                data={"grant_type": "client_credentials"},
-                auth=(partner.client_id, partner.client_secret),
-                headers={"Accept": "application/json"},
+            response = await _whole(
+                self._client.post(
+                    partner.token_url,
+                    data={"grant_type": "client_credentials"},
+                    auth=(partner.client_id, partner.client_secret),
+                    headers={"Accept": "application/json"},
+                ),
+                self._client.timeout,
             )
         except httpx.HTTPError as error:
             raise TokenUnavailable(_transport(error, at_token_endpoint=True)) from error
@@ -142,14 +175,27 @@ class HttpPartnerGateway(PartnerGateway):
             body = response.json()
             token = body["access_token"]
             token_type = str(body.get("token_type", "bearer")).lower()
-            expires_in = float(body.get("expires_in", PARTNER_TOKEN_DEFAULT_LIFETIME.total_seconds()))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            expires_in = body.get("expires_in", PARTNER_TOKEN_DEFAULT_LIFETIME.total_seconds())
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
             bad_body = f"bad body, {type(error).__name__}"
             raise TokenUnavailable(TransportFailure("protocol", bad_body, at_token_endpoint=True)) from error
-        if not isinstance(token, str) or not token or token_type != "bearer" or expires_in <= 0:
+        usable = (
+            isinstance(token, str)
+            and _BEARER_TOKEN.fullmatch(token) is not None
+            and token_type == "bearer"
+            and isinstance(expires_in, int | float)
+            and not isinstance(expires_in, bool)
+            and math.isfinite(expires_in)
+            and expires_in > 0
+        )
+        if not usable:
+            # A token httpx cannot put in a header (not printable ASCII) would fail every request
+            # of the partner until it expired; a lifetime that is not a positive number no
+            # timedelta holds.
             not_bearer = TransportFailure("protocol", "not a bearer token grant", at_token_endpoint=True)
             raise TokenUnavailable(not_bearer)
-        return TokenGrant(token, timedelta(seconds=expires_in))
+        lifetime = min(float(expires_in), PARTNER_TOKEN_MAX_LIFETIME.total_seconds())
+        return TokenGrant(token, timedelta(seconds=lifetime))
 
     def _timeout(self, partner: Partner) -> httpx.Timeout:
         """The timeouts of a request about to carry the partner's token, just checked: the wait
@@ -203,7 +249,7 @@ class HttpPartnerGateway(PartnerGateway):
                 }
                 if delivery.origin_request_id:
                     headers[REQUEST_ID_HEADER] = delivery.origin_request_id
-                response = await self._client.post(url, content=body, headers=headers, timeout=timeout)
+                response = await _whole(self._client.post(url, content=body, headers=headers, timeout=timeout), timeout)
                 call.set("http.response.status_code", response.status_code)
                 if response.status_code >= 400:
                     call.failed(f"the partner answered {response.status_code}")
@@ -225,9 +271,9 @@ class HttpPartnerGateway(PartnerGateway):
         if unusable is not None:
             raise UpstreamError(path, describe(_bad_url(unusable)))
 
-        def get(token: str, timeout: httpx.Timeout) -> Any:
+        async def get(token: str, timeout: httpx.Timeout) -> httpx.Response:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            return self._client.get(url, params=dict(params), headers=headers, timeout=timeout)
+            return await _whole(self._client.get(url, params=dict(params), headers=headers, timeout=timeout), timeout)
 
         try:
             response = await self._authorized(partner, pace, get)
@@ -243,6 +289,8 @@ class HttpPartnerGateway(PartnerGateway):
             return response.json()
         except ValueError as error:
             raise UpstreamDeserializeError(path, f"the body is not JSON: {error}") from error
+        except RecursionError as error:
+            raise UpstreamDeserializeError(path, "the body is JSON nested too deeply to read") from error
 
     async def aclose(self) -> None:
         await self._client.aclose()

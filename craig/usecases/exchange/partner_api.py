@@ -70,7 +70,7 @@ async def fetch_page(
     params = {"page": str(page.page), "per_page": str(page.per_page)}
     raw = await api.gateway.get_json(partner, path, params, lambda: api.pace(partner))
     try:
-        return parse_page(raw, parse_item)
+        return parse_page(raw, parse_item, page)
     except ValueError as error:
         raise UpstreamDeserializeError(path, str(error)) from error
 
