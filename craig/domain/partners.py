@@ -157,7 +157,19 @@ def _text(field: str, value: str, limit: int) -> str:
     value = value.strip()
     if not value or len(value) > limit:
         raise InvalidPartner(f"{field} must be 1 to {limit} characters")
+    if not value.isprintable():  # a name goes into log lines and operators' terminals
+        raise InvalidPartner(f"{field} must not hold control characters")
     return value
+
+
+def _without_credentials(field: str, url: str) -> str:
+    """A URL with a user or password in it would show them to everyone who may list partners
+    (the client secret is the one credential Craig keeps hidden and encrypted)."""
+    if "@" in urlsplit(url).netloc:
+        raise InvalidPartner(
+            f"{field} must not carry a user name or password; give them as client_id and client_secret"
+        )
+    return url
 
 
 def new_partner(
@@ -180,8 +192,8 @@ def new_partner(
     return Partner(
         id=id,
         name=_text("name", name, PARTNER_NAME_MAX_LENGTH),
-        base_url=_http_url("base_url", base_url),
-        token_url=_http_url("token_url", token_url),
+        base_url=_without_credentials("base_url", _http_url("base_url", base_url)),
+        token_url=_without_credentials("token_url", _http_url("token_url", token_url)),
         client_id=_text("client_id", client_id, PARTNER_CLIENT_ID_MAX_LENGTH),
         client_secret=client_secret,
         rate_limit_rpm=rate_limit_rpm,

@@ -112,7 +112,9 @@ def _json_line(event: Any, **_options: Any) -> str:
 def renderer(json: bool) -> structlog.types.Processor:
     if json:
         return structlog.processors.JSONRenderer(serializer=_json_line)
-    return structlog.dev.ConsoleRenderer(colors=False)
+    # plain_traceback: the default (rich's) prints every frame's local variables, which hold
+    # tokens, payloads and personal data; the JSON lines never did.
+    return structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
 
 
 def formatter(json: bool = True) -> structlog.stdlib.ProcessorFormatter:

@@ -57,6 +57,12 @@ def test_partner_defaults() -> None:
         {"rate_limit_rpm": 1_000_001},
         {"send_path": "transactions"},
         {"records_path": "/records?page=2"},
+        # credentials in a URL would be shown to everyone who may list partners
+        {"token_url": "https://cid:idp-password@idp.example/t"},
+        {"base_url": "https://user@partner.example"},
+        # a name goes into log lines and terminals
+        {"name": "A\nB\x1b[31m"},
+        {"client_id": "craig\r\nX-Injected: 1"},
     ],
 )
 def test_partner_rejects_bad_fields(overrides: dict[str, Any]) -> None:

@@ -55,7 +55,6 @@ USABLE_URLS = [
     "http://127.0.0.1:9",
     "https://[::1]:8443/api",
     "https://[fe80::1%25eth0]",
-    "https://user:pw@partner.example:8080",
     "https://bücher.example",
     "https://xn--bcher-kva.example",
     "https://straße.de",
@@ -99,6 +98,18 @@ def test_registration_accepts_exactly_what_httpx_can_request_in_these_cases() ->
     verdicts = {url: (accepted(url), httpx_can_request(url)) for url in UNUSABLE_URLS + USABLE_URLS}
     assert {url: v for url, v in verdicts.items() if v[0] != v[1]} == {}
     assert all(accepted(url) for url in USABLE_URLS)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://user:pw@partner.example:8080", "https://user@partner.example", "https://@x.example"]
+)
+@pytest.mark.parametrize("field", ["base_url", "token_url"])
+def test_a_url_carrying_credentials_is_refused_though_httpx_could_request_it(field: str, url: str) -> None:
+    """Partners are listed to everyone signed in: a password in a URL would be shown to them all."""
+    with pytest.raises(InvalidPartner) as refused:
+        partner(**{field: url})
+    assert refused.value.detail.startswith(f"{field} must not carry a user name or password")
+    assert "pw" not in refused.value.detail
 
 
 @pytest.mark.parametrize("path", ["/trans\nactions", "/records\t", "/a\x00b"])
