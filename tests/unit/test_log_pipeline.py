@@ -128,3 +128,21 @@ def test_the_timestamp_is_the_wall_clock_now() -> None:
     stamped = datetime.fromisoformat(utc_timestamp(None, "info", {})["timestamp"])
     after = datetime.now(UTC)
     assert before - timedelta(microseconds=1) <= stamped <= after + timedelta(microseconds=1)
+
+
+def test_a_console_traceback_shows_no_local_variables(capsys: pytest.CaptureFixture[str]) -> None:
+    """The console renderer's default (rich's) printed every frame's locals: a partner's token,
+    a job's payload. The traceback itself is kept."""
+
+    def fails() -> None:
+        token = "SECRET-TOKEN-XYZ"  # noqa: F841 -- the local the traceback must not show
+        raise ValueError("the partner answered NaN")
+
+    with craig_logging("INFO", json_lines=False):
+        try:
+            fails()
+        except ValueError:
+            structlog.get_logger("craig.test").exception("dispatch crashed")
+    err = capsys.readouterr().err
+    assert "dispatch crashed" in err and "ValueError: the partner answered NaN" in err and "Traceback" in err
+    assert "SECRET-TOKEN-XYZ" not in err.replace('token = "SECRET-TOKEN-XYZ"', "")
