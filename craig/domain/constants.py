@@ -366,6 +366,12 @@ EXCHANGE_MAX_PARTNERS_PER_TRANSACTION: Final = 50
 EXCHANGE_MAX_PAYLOAD_BYTES: Final = 256 * 1024
 #: Token lifetime assumed when a partner's token endpoint omits ``expires_in``.
 PARTNER_TOKEN_DEFAULT_LIFETIME: Final = timedelta(minutes=5)
+#: The most of a partner's answer that is read, decoded: the rest is dropped unread. A send's
+#: verdict needs only the status and a few hundred characters; a token grant is small; a page of
+#: records longer than this is refused (``upstream_deserialize``).
+PARTNER_SEND_ANSWER_MAX_BYTES: Final = 64 * 1024
+PARTNER_TOKEN_ANSWER_MAX_BYTES: Final = 64 * 1024
+PARTNER_RECORDS_MAX_BYTES: Final = 8 * 1024 * 1024
 #: A token endpoint's ``expires_in`` above this is read as this: a token is asked for again at
 #: least once a day, whatever lifetime the partner claims.
 PARTNER_TOKEN_MAX_LIFETIME: Final = timedelta(days=1)

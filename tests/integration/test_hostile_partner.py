@@ -154,3 +154,33 @@ async def test_a_page_other_than_the_one_asked_for_is_an_upstream_deserialize_er
             with pytest.raises(UpstreamDeserializeError):
                 await fetch_page(Api(), a_partner(base_url=partner.base), "/records", PageRequest(1, 1), parse_record)  # type: ignore[arg-type]
         assert why
+
+
+def _chunked(status: str, size: int, chunk: bytes = b"x" * 65536) -> Script:
+    """``size`` bytes in chunks, with no Content-Length: only reading tells how long it is."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    pieces: Script = [(head.encode(), 0.0)]
+    pieces += [(b"%x\r\n" % len(chunk) + chunk + b"\r\n", 0.0) for _ in range(size // len(chunk))]
+    return [*pieces, (b"0\r\n\r\n", 0.0)]
+
+
+async def test_a_huge_answer_is_not_read_whole(gateway: HttpPartnerGateway) -> None:
+    """httpx read a whole body into memory: 400 MB from a partner cost the process over a
+    gigabyte. A send reads at most 64 KiB of its answer (it needs the status), a token grant
+    64 KiB, a page of records 8 MiB; the rest is never read (the partner's write fails)."""
+    big = 256 * 1024 * 1024
+    script = scripted(**{"/transactions": _chunked("201 Created", big), "/records": _chunked("200 OK", big)})
+    async with raw_http(script) as partner:
+        sent = await _send(gateway, partner.base)
+        with pytest.raises(UpstreamDeserializeError, match="longer than 8388608 bytes"):
+            await gateway.get_json(a_partner(base_url=partner.base), "/records", {}, _pace)
+        for _ in range(100):  # the partner's side notices the hang-up on its next writes
+            if len(partner.written_whole) == 4:
+                break
+            await asyncio.sleep(0.05)
+    assert classify(sent) is Verdict.SENT
+    assert partner.written_whole[1::2] == [False, False]  # the two answers were cut short
+    long_grant = answer("200 OK", b'{"access_token": "t", "pad": "' + b"x" * 100_000 + b'"}')
+    async with raw_http(scripted(long_grant, **{"/transactions": answer("201 Created", b"{}")})) as partner:
+        refused = await _send(gateway, partner.base)
+    assert isinstance(refused, TransportFailure) and refused.at_token_endpoint and refused.kind == "protocol"

@@ -26,6 +26,8 @@ class RawHttp:
     port: int
     #: The request lines received, in order (``POST /token``).
     requests: list[str] = attrs.field(factory=list)
+    #: Per answer, in order: whether all of it was written (False: the client hung up first).
+    written_whole: list[bool] = attrs.field(factory=list)
 
     @property
     def base(self) -> str:
@@ -53,12 +55,17 @@ async def raw_http(script: Callable[[str, str], Script]) -> AsyncIterator[RawHtt
             if length:
                 await reader.readexactly(length)
             state.requests.append(f"{method} {target.split('?', 1)[0]}")
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
+            writer.close()
+            return
+        try:
             for piece, delay in script(method, target.split("?", 1)[0]):
                 await asyncio.sleep(delay)
                 writer.write(piece)
                 await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, OSError):
-            pass
+            state.written_whole.append(True)
+        except (ConnectionError, OSError):
+            state.written_whole.append(False)
         finally:
             writer.close()
 

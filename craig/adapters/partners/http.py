@@ -27,6 +27,9 @@ from craig.adapters.telemetry import TRACEPARENT, SpanKind, span
 from craig.domain.constants import (
     PARTNER_ERROR_DETAIL_MAX_CHARS,
     PARTNER_POOL_WAIT,
+    PARTNER_RECORDS_MAX_BYTES,
+    PARTNER_SEND_ANSWER_MAX_BYTES,
+    PARTNER_TOKEN_ANSWER_MAX_BYTES,
     PARTNER_TOKEN_DEFAULT_LIFETIME,
     PARTNER_TOKEN_MAX_LIFETIME,
     PARTNER_TOKEN_SEND_SHARE,
@@ -124,6 +127,33 @@ async def _whole(request: Awaitable[httpx.Response], timeout: httpx.Timeout) -> 
         raise httpx.ReadTimeout(f"the exchange took longer than {limit:g} s") from None
 
 
+#: Hop-by-hop and encoding headers of an answer read here: its body is kept decoded.
+_NOT_KEPT = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+
+
+async def _fetch(
+    client: httpx.AsyncClient, method: str, url: str, cap: int, timeout: httpx.Timeout, **options: Any
+) -> httpx.Response:
+    """The answer with at most ``cap + 1`` bytes of its body, decoded (so ``len(content) > cap``
+    says it was longer). httpx read a whole body into memory, and a partner that answered
+    hundreds of megabytes cost the process gigabytes: a send needs only the status and a few
+    hundred characters, a token grant and a page of records a bounded document."""
+    auth = options.pop("auth", None)
+    request = client.build_request(method, url, timeout=timeout, **options)
+    streamed = await client.send(request, auth=auth, stream=True) if auth else await client.send(request, stream=True)
+    try:
+        body = bytearray()
+        async for chunk in streamed.aiter_bytes():
+            body += chunk
+            if len(body) > cap:
+                del body[cap + 1 :]
+                break
+    finally:
+        await streamed.aclose()
+    headers = [(name, value) for name, value in streamed.headers.raw if name.lower() not in _NOT_KEPT]  # as sent
+    return httpx.Response(streamed.status_code, headers=headers, content=bytes(body), request=request)
+
+
 def _bad_url(why: str, *, at_token_endpoint: bool = False) -> TransportFailure:
     return TransportFailure("protocol", f"unusable URL, {why}", at_token_endpoint=at_token_endpoint)
 
@@ -157,8 +187,12 @@ class HttpPartnerGateway(PartnerGateway):
             raise TokenUnavailable(_bad_url(unusable, at_token_endpoint=True))
         try:
             response = await _whole(
-                self._client.post(
+                _fetch(
+                    self._client,
+                    "POST",
                     partner.token_url,
+                    PARTNER_TOKEN_ANSWER_MAX_BYTES,
+                    self._client.timeout,
                     data={"grant_type": "client_credentials"},
                     auth=(partner.client_id, partner.client_secret),
                     headers={"Accept": "application/json"},
@@ -171,6 +205,9 @@ class HttpPartnerGateway(PartnerGateway):
             raise TokenUnavailable(_bad_url(type(error).__name__, at_token_endpoint=True)) from error
         if not response.is_success:
             raise TokenUnavailable(_answer(response, at_token_endpoint=True))
+        if len(response.content) > PARTNER_TOKEN_ANSWER_MAX_BYTES:
+            too_long = TransportFailure("protocol", "bad body, too long", at_token_endpoint=True)
+            raise TokenUnavailable(too_long)
         try:
             body = response.json()
             token = body["access_token"]
@@ -249,7 +286,12 @@ class HttpPartnerGateway(PartnerGateway):
                 }
                 if delivery.origin_request_id:
                     headers[REQUEST_ID_HEADER] = delivery.origin_request_id
-                response = await _whole(self._client.post(url, content=body, headers=headers, timeout=timeout), timeout)
+                response = await _whole(
+                    _fetch(
+                        self._client, "POST", url, PARTNER_SEND_ANSWER_MAX_BYTES, timeout, content=body, headers=headers
+                    ),
+                    timeout,
+                )
                 call.set("http.response.status_code", response.status_code)
                 if response.status_code >= 400:
                     call.failed(f"the partner answered {response.status_code}")
@@ -273,7 +315,12 @@ class HttpPartnerGateway(PartnerGateway):
 
         async def get(token: str, timeout: httpx.Timeout) -> httpx.Response:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            return await _whole(self._client.get(url, params=dict(params), headers=headers, timeout=timeout), timeout)
+            return await _whole(
+                _fetch(
+                    self._client, "GET", url, PARTNER_RECORDS_MAX_BYTES, timeout, params=dict(params), headers=headers
+                ),
+                timeout,
+            )
 
         try:
             response = await self._authorized(partner, pace, get)
@@ -285,6 +332,8 @@ class HttpPartnerGateway(PartnerGateway):
             raise UpstreamError(path, describe(_bad_url(type(error).__name__))) from error
         if not response.is_success:
             raise UpstreamError(path, describe(_answer(response)))
+        if len(response.content) > PARTNER_RECORDS_MAX_BYTES:
+            raise UpstreamDeserializeError(path, f"the body is longer than {PARTNER_RECORDS_MAX_BYTES} bytes")
         try:
             return response.json()
         except ValueError as error:
