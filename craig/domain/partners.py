@@ -157,9 +157,15 @@ def _text(field: str, value: str, limit: int) -> str:
     value = value.strip()
     if not value or len(value) > limit:
         raise InvalidPartner(f"{field} must be 1 to {limit} characters")
-    if not value.isprintable():  # a name goes into log lines and operators' terminals
+    if _CONTROL.search(value):  # a name goes into log lines and operators' terminals
         raise InvalidPartner(f"{field} must not hold control characters")
     return value
+
+
+#: What can forge or reorder a log line: C0 and C1 controls, the line and paragraph
+#: separators, and the bidirectional overrides and isolates. Spaces, joiners and soft hyphens
+#: that names need (Mehr\u200cnegar) are fine.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _without_credentials(field: str, url: str) -> str:

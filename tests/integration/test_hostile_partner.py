@@ -5,6 +5,7 @@ that turns a 2xx into a crash (retried: a duplicate, then failed) or a read into
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -97,7 +98,7 @@ async def test_a_grant_that_cannot_be_used_fails_at_the_token_endpoint_for_sends
     assert partner.requests.count("POST /transactions") == 0  # no token, no send
 
 
-@pytest.mark.parametrize("lifetime", [b"1e12", b"9" * 57])
+@pytest.mark.parametrize("lifetime", [b"1e12", b"9" * 57, b"1" + b"0" * 400], ids=["1e12", "57 digits", "401 digits"])
 async def test_a_huge_lifetime_is_read_as_a_day(gateway: HttpPartnerGateway, lifetime: bytes) -> None:
     grant = answer("200 OK", b'{"access_token": "t", "expires_in": ' + lifetime + b"}")
     async with raw_http(scripted(grant, **{"/transactions": answer("201 Created", b"{}")})) as partner:
@@ -184,3 +185,60 @@ async def test_a_huge_answer_is_not_read_whole(gateway: HttpPartnerGateway) -> N
     async with raw_http(scripted(long_grant, **{"/transactions": answer("201 Created", b"{}")})) as partner:
         refused = await _send(gateway, partner.base)
     assert isinstance(refused, TransportFailure) and refused.at_token_endpoint and refused.kind == "protocol"
+
+
+def _gzipped(data: bytes, layers: int) -> bytes:
+    for _ in range(layers):
+        data = gzip.compress(data)
+    return data
+
+
+async def test_a_compressed_answer_is_inflated_only_as_far_as_it_is_read(gateway: HttpPartnerGateway) -> None:
+    """httpx inflated each raw chunk whole, every layer listed: 1,827 bytes gzipped twice
+    inflated to a gigabyte before any cap ran. One layer of gzip or deflate is inflated here, as
+    far as the cap; a send's verdict stands on its status whatever its body."""
+    zeros = b"0" * (64 * 1024 * 1024)
+    twice = _gzipped(zeros, 2)
+    once = _gzipped(zeros, 1)
+    script = scripted(
+        **{
+            "/transactions": answer("201 Created", twice, "Content-Encoding: gzip, gzip"),
+            "/records": answer("200 OK", once, "Content-Encoding: gzip"),
+            "/twice": answer("200 OK", twice, "Content-Encoding: gzip, gzip"),
+            "/brotli": answer("200 OK", b"\x8b\x01\x80", "Content-Encoding: br"),
+        }
+    )
+    async with raw_http(script) as partner:
+        registered = a_partner(base_url=partner.base)
+        sent = await gateway.send(registered, Delivery(uuid.uuid4(), {}), _pace)
+        with pytest.raises(UpstreamDeserializeError, match="longer than 8388608 bytes"):
+            await gateway.get_json(registered, "/records", {}, _pace)
+        for path in ("/twice", "/brotli"):
+            with pytest.raises(UpstreamError):
+                await gateway.get_json(registered, path, {}, _pace)
+    assert classify(sent) is Verdict.SENT
+
+
+async def test_a_2xx_whose_body_is_slow_or_broken_is_sent(gateway: HttpPartnerGateway) -> None:
+    """Once the status of a send's answer is in, the verdict is fixed: a body that drips,
+    is cut short, or is not the gzip it says ended as a timeout or an error, which was retried
+    (a duplicate POST for a payload the partner had accepted)."""
+    head = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
+    bodies: dict[str, Script] = {
+        "drip": [(head, 0.0), *((b"x", 0.6) for _ in range(20))],
+        "cut short": [(head + b"xx", 0.0)],
+        "not gzip": answer("201 Created", b"plain text", "Content-Encoding: gzip"),
+    }
+    for why, body in bodies.items():
+        async with raw_http(scripted(**{"/transactions": body})) as partner:
+            result = await _send(gateway, partner.base)
+        assert isinstance(result, PartnerAnswer) and result.status == 201, (why, result)
+        assert classify(result) is Verdict.SENT, why
+
+
+async def test_a_refusal_keeps_its_words_in_the_charset_it_names(gateway: HttpPartnerGateway) -> None:
+    body = "Données invalides".encode("iso-8859-1")
+    refusal = answer("400 Bad Request", body, content_type="text/plain; charset=iso-8859-1")
+    async with raw_http(scripted(**{"/transactions": refusal})) as partner:
+        result = await _send(gateway, partner.base)
+    assert isinstance(result, PartnerAnswer) and result.detail == "Données invalides"

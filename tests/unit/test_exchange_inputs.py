@@ -63,6 +63,7 @@ def test_partner_defaults() -> None:
         # a name goes into log lines and terminals
         {"name": "A\nB\x1b[31m"},
         {"client_id": "craig\r\nX-Injected: 1"},
+        {"name": "Agency \u202eevil"},  # a bidi override reorders what a log line shows
     ],
 )
 def test_partner_rejects_bad_fields(overrides: dict[str, Any]) -> None:
@@ -172,3 +173,10 @@ def test_gcra_slots_never_come_closer_than_the_interval(
         slots += [now + r.wait for r in granted]
     gaps = [b - a for a, b in itertools.pairwise(slots)]
     assert all(gap >= interval - timedelta(microseconds=2) for gap in gaps)
+
+
+@pytest.mark.parametrize(
+    "name", ["Jugend\u00a0amt", "Mehr\u200cnegar", "Kinder\u00adschutz", "\U0001f468\u200d\U0001f469"]
+)
+def test_a_name_may_hold_the_spaces_and_joiners_real_names_need(name: str) -> None:
+    assert partner(name=name).name == name

@@ -15,7 +15,8 @@ import json
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -70,9 +71,17 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
         return None
 
 
+def _decoded(data: bytes, charset: str | None) -> str:
+    try:
+        return data.decode(charset or "utf-8", "replace")
+    except (LookupError, TypeError, ValueError):  # unknown, or no text encoding (rot13)
+        return data.decode("utf-8", "replace")
+
+
 def _answer(response: httpx.Response, *, at_token_endpoint: bool = False) -> PartnerAnswer:
-    # Decoded from the first bytes only (the answer's charset may be unknown, its body huge).
-    head = response.content[: PARTNER_ERROR_DETAIL_MAX_CHARS * 4].decode("utf-8", "replace")
+    # Decoded from the first bytes only, in the charset the answer names (UTF-8 when it names
+    # none, or one Python does not know).
+    head = _decoded(response.content[: PARTNER_ERROR_DETAIL_MAX_CHARS * 4], response.charset_encoding)
     snippet = " ".join(head[:PARTNER_ERROR_DETAIL_MAX_CHARS].split())
     # A wait means something only with a refusal: a 2xx is sent, whatever else it carries.
     retry_after = None if response.is_success else response.headers.get("retry-after")
@@ -115,43 +124,91 @@ def _unusable(url: str) -> str | None:
     return None
 
 
-async def _whole(request: Awaitable[httpx.Response], timeout: httpx.Timeout) -> httpx.Response:
-    """``request`` within the sum of its timeouts, as a read timeout beyond it. httpx's read
-    timeout is per read: a partner that sends its answer a byte every few seconds never trips
-    it, and held a case worker's request (and the partner's token lock) as long as it liked."""
-    limit = sum(t for t in (timeout.pool, timeout.connect, timeout.read, timeout.write) if t is not None)
-    try:
-        async with asyncio.timeout(limit):
-            return await request
-    except TimeoutError:
-        raise httpx.ReadTimeout(f"the exchange took longer than {limit:g} s") from None
-
-
 #: Hop-by-hop and encoding headers of an answer read here: its body is kept decoded.
 _NOT_KEPT = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+#: The codings a body may come in (one at most): each is undone here, bounded.
+_ZLIB_WINDOWS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class _Undecodable(Exception):
+    """The body came in a coding that is not undone here (several layers, or another coding)."""
+
+
+async def _read_capped(streamed: httpx.Response, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of the body, decoded. Decoding is bounded here too: httpx
+    would inflate each raw chunk whole, and a 2 KB answer gzipped twice inflates to a gigabyte."""
+    coding = streamed.headers.get("content-encoding", "identity").strip().lower()
+    if coding in ("", "identity"):
+        inflate = None
+    elif coding in _ZLIB_WINDOWS:
+        inflate = zlib.decompressobj(_ZLIB_WINDOWS[coding])
+    else:
+        raise _Undecodable(coding)
+    body = bytearray()
+    async for raw in streamed.aiter_raw():
+        if inflate is None:
+            body += raw
+        else:
+            body += inflate.decompress(raw, cap + 1 - len(body))
+        if len(body) > cap:
+            break
+    return bytes(body[: cap + 1])
 
 
 async def _fetch(
-    client: httpx.AsyncClient, method: str, url: str, cap: int, timeout: httpx.Timeout, **options: Any
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    cap: int,
+    timeout: httpx.Timeout,
+    *,
+    status_decides: bool = False,
+    **options: Any,
 ) -> httpx.Response:
     """The answer with at most ``cap + 1`` bytes of its body, decoded (so ``len(content) > cap``
     says it was longer). httpx read a whole body into memory, and a partner that answered
-    hundreds of megabytes cost the process gigabytes: a send needs only the status and a few
-    hundred characters, a token grant and a page of records a bounded document."""
+    hundreds of megabytes cost the process gigabytes.
+
+    The whole exchange takes at most its timeouts added up, as a read timeout beyond: httpx's
+    read timeout is per read, and a partner that sends its answer a byte every few seconds held
+    a case worker's request (and the partner's token lock) as long as it liked.
+
+    ``status_decides`` (a send): once the status is in, the verdict is fixed. The body is read
+    for a snippet only, for at most one read timeout, and a body that is slow, cut short or
+    undecodable leaves the snippet short instead of turning a 2xx into a timeout (retried: a
+    duplicate POST)."""
     auth = options.pop("auth", None)
+    # Only the codings undone here (httpx would also offer br or zstd when their libraries are there).
+    options["headers"] = {"Accept-Encoding": "gzip, deflate", **options.get("headers", {})}
     request = client.build_request(method, url, timeout=timeout, **options)
-    streamed = await client.send(request, auth=auth, stream=True) if auth else await client.send(request, stream=True)
+    limit = sum(t for t in (timeout.pool, timeout.connect, timeout.read, timeout.write) if t is not None)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
     try:
-        body = bytearray()
-        async for chunk in streamed.aiter_bytes():
-            body += chunk
-            if len(body) > cap:
-                del body[cap + 1 :]
-                break
+        async with asyncio.timeout_at(deadline):
+            streamed = await (
+                client.send(request, auth=auth, stream=True) if auth else client.send(request, stream=True)
+            )
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"the exchange took longer than {limit:g} s", request=request) from None
+    try:
+        if status_decides:
+            deadline = min(deadline, loop.time() + (timeout.read or 0))
+        try:
+            async with asyncio.timeout_at(deadline):
+                body = await _read_capped(streamed, cap)
+        except (TimeoutError, httpx.HTTPError, _Undecodable, zlib.error) as error:
+            if not status_decides:
+                if isinstance(error, TimeoutError):
+                    raise httpx.ReadTimeout(f"the exchange took longer than {limit:g} s", request=request) from None
+                if isinstance(error, _Undecodable | zlib.error):
+                    raise httpx.DecodingError(f"a body in a coding not read here: {error}", request=request) from None
+                raise
+            body = b""
     finally:
         await streamed.aclose()
     headers = [(name, value) for name, value in streamed.headers.raw if name.lower() not in _NOT_KEPT]  # as sent
-    return httpx.Response(streamed.status_code, headers=headers, content=bytes(body), request=request)
+    return httpx.Response(streamed.status_code, headers=headers, content=body, request=request)
 
 
 def _bad_url(why: str, *, at_token_endpoint: bool = False) -> TransportFailure:
@@ -186,18 +243,15 @@ class HttpPartnerGateway(PartnerGateway):
         if unusable is not None:
             raise TokenUnavailable(_bad_url(unusable, at_token_endpoint=True))
         try:
-            response = await _whole(
-                _fetch(
-                    self._client,
-                    "POST",
-                    partner.token_url,
-                    PARTNER_TOKEN_ANSWER_MAX_BYTES,
-                    self._client.timeout,
-                    data={"grant_type": "client_credentials"},
-                    auth=(partner.client_id, partner.client_secret),
-                    headers={"Accept": "application/json"},
-                ),
+            response = await _fetch(
+                self._client,
+                "POST",
+                partner.token_url,
+                PARTNER_TOKEN_ANSWER_MAX_BYTES,
                 self._client.timeout,
+                data={"grant_type": "client_credentials"},
+                auth=(partner.client_id, partner.client_secret),
+                headers={"Accept": "application/json"},
             )
         except httpx.HTTPError as error:
             raise TokenUnavailable(_transport(error, at_token_endpoint=True)) from error
@@ -216,6 +270,9 @@ class HttpPartnerGateway(PartnerGateway):
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
             bad_body = f"bad body, {type(error).__name__}"
             raise TokenUnavailable(TransportFailure("protocol", bad_body, at_token_endpoint=True)) from error
+        longest = PARTNER_TOKEN_MAX_LIFETIME.total_seconds()
+        if isinstance(expires_in, int) and not isinstance(expires_in, bool) and expires_in > longest:
+            expires_in = longest  # before any float(): an integer of 400 digits is no float
         usable = (
             isinstance(token, str)
             and _BEARER_TOKEN.fullmatch(token) is not None
@@ -231,7 +288,7 @@ class HttpPartnerGateway(PartnerGateway):
             # timedelta holds.
             not_bearer = TransportFailure("protocol", "not a bearer token grant", at_token_endpoint=True)
             raise TokenUnavailable(not_bearer)
-        lifetime = min(float(expires_in), PARTNER_TOKEN_MAX_LIFETIME.total_seconds())
+        lifetime = min(float(expires_in), longest)
         return TokenGrant(token, timedelta(seconds=lifetime))
 
     def _timeout(self, partner: Partner) -> httpx.Timeout:
@@ -286,11 +343,15 @@ class HttpPartnerGateway(PartnerGateway):
                 }
                 if delivery.origin_request_id:
                     headers[REQUEST_ID_HEADER] = delivery.origin_request_id
-                response = await _whole(
-                    _fetch(
-                        self._client, "POST", url, PARTNER_SEND_ANSWER_MAX_BYTES, timeout, content=body, headers=headers
-                    ),
+                response = await _fetch(
+                    self._client,
+                    "POST",
+                    url,
+                    PARTNER_SEND_ANSWER_MAX_BYTES,
                     timeout,
+                    status_decides=True,
+                    content=body,
+                    headers=headers,
                 )
                 call.set("http.response.status_code", response.status_code)
                 if response.status_code >= 400:
@@ -315,11 +376,8 @@ class HttpPartnerGateway(PartnerGateway):
 
         async def get(token: str, timeout: httpx.Timeout) -> httpx.Response:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            return await _whole(
-                _fetch(
-                    self._client, "GET", url, PARTNER_RECORDS_MAX_BYTES, timeout, params=dict(params), headers=headers
-                ),
-                timeout,
+            return await _fetch(
+                self._client, "GET", url, PARTNER_RECORDS_MAX_BYTES, timeout, params=dict(params), headers=headers
             )
 
         try:
