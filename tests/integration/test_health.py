@@ -5,10 +5,9 @@ reports each one, and an API started without the broker reaches it once it is ba
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from craig.entrypoints.runtime import health_checks, running
 from craig.entrypoints.settings import BrokerSettings, DatabaseSettings, ObjectStoreSettings, Profile, Settings
 from tests.support.apps import live_server, make_settings
 from tests.support.services import BrokerNames, free_port, scratch_database
+from tests.support.silent_servers import FreezingProxy, freezing_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -107,37 +107,9 @@ async def test_an_unmigrated_database_is_not_ready(tmp_path: Path, pg_server_url
     assert f"schema is at revision none but this Craig needs {migrations.head_revision()}" in database["error"]
 
 
-async def _forward(local: asyncio.StreamReader, remote: asyncio.StreamWriter) -> None:
-    try:
-        while data := await local.read(65536):
-            remote.write(data)
-            await remote.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        remote.close()
-
-
-@asynccontextmanager
-async def tcp_forwarder(port: int, target_port: int) -> AsyncIterator[None]:
-    """127.0.0.1:``port`` forwarded to 127.0.0.1:``target_port``: the broker "comes back"."""
-    tasks: set[asyncio.Task[Any]] = set()
-
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", target_port)
-        for task in (_forward(reader, upstream_writer), _forward(upstream_reader, writer)):
-            tasks.add(asyncio.create_task(task))
-
-    server = await asyncio.start_server(connection, "127.0.0.1", port)
-    try:
-        yield
-    finally:
-        server.close()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+def tcp_forwarder(port: int, target_port: int) -> AbstractAsyncContextManager[FreezingProxy]:
+    """127.0.0.1:``port`` forwarded to 127.0.0.1:``target_port``: the dependency "comes back"."""
+    return freezing_proxy(lambda: asyncio.open_connection("127.0.0.1", target_port), port)
 
 
 async def test_a_broker_that_comes_back_is_reached_without_a_restart(

@@ -9,6 +9,7 @@ import gzip
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -141,20 +142,22 @@ async def test_a_page_other_than_the_one_asked_for_is_an_upstream_deserialize_er
         "another page": {"items": [], "page": 7, "per_page": 1, "total": 0},
         "a total no reader holds": {"items": [], "page": 1, "per_page": 1, "total": 10**30},
     }
-    for why, page in pages.items():
+    api: Any = _Unpaced(gateway)
+    for page in pages.values():
         body = json.dumps(page).encode()
         async with raw_http(scripted(**{"/records": answer("200 OK", body)})) as partner:
-
-            class Api:
-                def __init__(self) -> None:
-                    self.gateway = gateway
-
-                async def pace(self, _partner: object) -> None:
-                    return None
-
             with pytest.raises(UpstreamDeserializeError):
-                await fetch_page(Api(), a_partner(base_url=partner.base), "/records", PageRequest(1, 1), parse_record)  # type: ignore[arg-type]
-        assert why
+                await fetch_page(api, a_partner(base_url=partner.base), "/records", PageRequest(1, 1), parse_record)
+
+
+class _Unpaced:
+    """What ``fetch_page`` needs of a ``PartnerApi``: the gateway, and no rate limit."""
+
+    def __init__(self, gateway: HttpPartnerGateway) -> None:
+        self.gateway = gateway
+
+    async def pace(self, _partner: object) -> None:
+        return None
 
 
 def _chunked(status: str, size: int, chunk: bytes = b"x" * 65536) -> Script:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import attrs
@@ -30,9 +31,38 @@ pytestmark = pytest.mark.integration
 CRAIG = str(Path(sys.executable).parent / "craig")
 
 
+def _without_craig_settings() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
+
+
 def _craig(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
-    return subprocess.run([CRAIG, *args], env={**clean, **env}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [CRAIG, *args], env={**_without_craig_settings(), **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+async def _stopped_by_sigterm(
+    args: list[str], env: dict[str, str], ready: Callable[[], Awaitable[bool]], *, guard_seconds: float
+) -> tuple[int | None, str]:
+    """``craig ARGS`` sent SIGTERM once ``ready()``: its exit code and output. The guard keeps a
+    process that does not stop from hanging the suite; it is not a measurement."""
+    process = await asyncio.create_subprocess_exec(
+        CRAIG,
+        *args,
+        env={**_without_craig_settings(), **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        while process.returncode is None and not await ready():
+            await asyncio.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(process.communicate(), timeout=guard_seconds)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    return process.returncode, out.decode()
 
 
 def test_production_without_its_dependencies_refuses_in_one_line(tmp_path: Path) -> None:
@@ -113,11 +143,13 @@ def test_production_serve_starts_degraded_without_the_broker_and_the_object_stor
     readiness says ``degraded`` (200); /metrics is on its own port when CRAIG_HTTP__METRICS_PORT is set."""
     port, metrics_port = free_port(), free_port()
     env = _production_env(tmp_path, pg_url, CRAIG_HTTP__METRICS_PORT=str(metrics_port))
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [CRAIG, "serve", "--port", str(port)], env={**clean, **env}, stdout=out, stderr=subprocess.STDOUT
+            [CRAIG, "serve", "--port", str(port)],
+            env={**_without_craig_settings(), **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         ready = None
@@ -181,22 +213,13 @@ async def test_a_process_told_to_stop_while_a_silent_database_holds_its_start_st
         env = _production_env(
             tmp_path, f"postgresql://postgres@127.0.0.1:{silent.port}/craig", CRAIG_WORKERS__METRICS_PORT="0"
         )
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
-        process = await asyncio.create_subprocess_exec(
-            CRAIG, *command, env={**clean, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-        )
-        try:
-            while not silent.accepted and process.returncode is None:  # the start waits on the database
-                await asyncio.sleep(0.05)
-            process.send_signal(signal.SIGTERM)
-            # A guard against hanging the suite, not a measurement: it stops in well under a second.
-            out, _ = await asyncio.wait_for(process.communicate(), timeout=25)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    text = out.decode()
-    assert process.returncode == 0, text
+
+        async def waiting_on_the_database() -> bool:
+            return bool(silent.accepted)
+
+        # The guard: it stops in well under a second.
+        returncode, text = await _stopped_by_sigterm(command, env, waiting_on_the_database, guard_seconds=25)
+    assert returncode == 0, text
     assert stopped in text and "Traceback" not in text
 
 
@@ -218,36 +241,19 @@ async def test_serve_stops_on_sigterm_while_a_silent_broker_holds_its_connect(tm
     swallowed every later one: the process never exited (an orchestrator's SIGKILL ended it)."""
     from tests.support.silent_servers import tcp_server
 
-    async with tcp_server() as silent:
+    async with tcp_server() as silent, httpx.AsyncClient() as client:
         port = free_port()
         env = _production_env(tmp_path, pg_url, CRAIG_BROKER__URL=f"amqp://guest:guest@127.0.0.1:{silent.port}/")
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAIG_")}
-        process = await asyncio.create_subprocess_exec(
-            CRAIG,
-            "serve",
-            "--port",
-            str(port),
-            env={**clean, **env},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+
+        async def serving_with_a_connect_in_flight() -> bool:
+            with contextlib.suppress(httpx.HTTPError):
+                live = await client.get(f"http://127.0.0.1:{port}/health/live", timeout=2)
+                return live.status_code == 200 and bool(silent.accepted)
+            return False
+
+        # The guard: the stop waits at most for the connect attempt's timeout (10 s).
+        returncode, text = await _stopped_by_sigterm(
+            ["serve", "--port", str(port)], env, serving_with_a_connect_in_flight, guard_seconds=60
         )
-        try:
-            async with httpx.AsyncClient() as client:
-                while process.returncode is None:  # serving, degraded, with a connect in flight
-                    with contextlib.suppress(httpx.HTTPError):
-                        if (await client.get(f"http://127.0.0.1:{port}/health/live", timeout=2)).status_code == 200:
-                            break
-                    await asyncio.sleep(0.1)
-            while not silent.accepted:
-                await asyncio.sleep(0.05)
-            process.send_signal(signal.SIGTERM)
-            # A guard against hanging the suite, not a measurement: the stop waits at most for
-            # the connect attempt's timeout (10 s).
-            out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    text = out.decode()
-    assert process.returncode == 0, text
+    assert returncode == 0, text
     assert "Traceback" not in text

@@ -5,11 +5,12 @@ time, JSON nested without end)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import attrs
+
+from tests.support.silent_servers import loopback_server
 
 #: What to send: pieces of the raw answer, each after its delay in seconds.
 Script = list[tuple[bytes, float]]
@@ -38,7 +39,6 @@ class RawHttp:
 async def raw_http(script: Callable[[str, str], Script]) -> AsyncIterator[RawHttp]:
     """``script(method, path)`` says what to answer each request (one per connection)."""
     state = RawHttp(0)
-    tasks: set[asyncio.Task[None]] = set()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -69,19 +69,6 @@ async def raw_http(script: Callable[[str, str], Script]) -> AsyncIterator[RawHtt
         finally:
             writer.close()
 
-    def track(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.create_task(serve(reader, writer))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    server = await asyncio.start_server(track, "127.0.0.1", 0)
-    state.port = server.sockets[0].getsockname()[1]
-    try:
+    async with loopback_server(serve) as port:
+        state.port = port
         yield state
-    finally:
-        server.close()
-        for task in list(tasks):
-            task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*tasks, return_exceptions=True)
-        await server.wait_closed()

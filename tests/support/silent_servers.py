@@ -62,49 +62,66 @@ class FreezingProxy:
 Upstream = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
 @asynccontextmanager
-async def freezing_proxy(upstream: Upstream) -> AsyncIterator[FreezingProxy]:
-    """On 127.0.0.1, each connection forwarded to a connection ``upstream`` opens."""
-    proxy = FreezingProxy(0)
-    proxy.thawed.set()
+async def loopback_server(handle: Handler, port: int = 0) -> AsyncIterator[int]:
+    """A server on 127.0.0.1 (``port``, or a free one: yielded) that runs ``handle`` for each
+    connection in a task of its own; every such task is cancelled on the way out."""
     tasks: set[asyncio.Task[None]] = set()
-    writers: list[asyncio.StreamWriter] = []
 
-    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                await proxy.thawed.wait()  # frozen: hold what arrived, send nothing
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()
+    def track(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.create_task(handle(reader, writer))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
-    async def serve(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        await proxy.thawed.wait()  # frozen: a new connection is accepted and never answered
-        server_reader, server_writer = await upstream()
-        writers.extend((client_writer, server_writer))
-        for task in (
-            asyncio.create_task(pump(client_reader, server_writer)),
-            asyncio.create_task(pump(server_reader, client_writer)),
-        ):
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    proxy.port = server.sockets[0].getsockname()[1]
+    server = await asyncio.start_server(track, "127.0.0.1", port)
     try:
-        yield proxy
+        yield server.sockets[0].getsockname()[1]
     finally:
-        proxy.thaw()
         server.close()
-        for writer in writers:
-            writer.close()
         for task in list(tasks):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.wait_closed()
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, thawed: asyncio.Event) -> None:
+    try:
+        while data := await reader.read(65536):
+            await thawed.wait()  # frozen: hold what arrived, send nothing
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+
+
+@asynccontextmanager
+async def freezing_proxy(upstream: Upstream, port: int = 0) -> AsyncIterator[FreezingProxy]:
+    """On 127.0.0.1 (``port``, or a free one), each connection forwarded to a connection
+    ``upstream`` opens."""
+    proxy = FreezingProxy(0)
+    proxy.thawed.set()
+
+    async def serve(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        try:
+            await proxy.thawed.wait()  # frozen: a new connection is accepted and never answered
+            server_reader, server_writer = await upstream()
+            await asyncio.gather(
+                _pump(client_reader, server_writer, proxy.thawed), _pump(server_reader, client_writer, proxy.thawed)
+            )
+        finally:
+            client_writer.close()
+
+    async with loopback_server(serve, port) as bound:
+        proxy.port = bound
+        try:
+            yield proxy
+        finally:
+            proxy.thaw()
 
 
 @asynccontextmanager

@@ -6,7 +6,7 @@ import asyncio
 import enum
 import signal
 from collections.abc import Callable, Coroutine
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, TypeVar
 
 import click
@@ -77,6 +77,21 @@ class StartInterrupts:
             return False
         self._task.uncancel()
         return True
+
+    @classmethod
+    async def enter(cls, stack: AsyncExitStack, *parts: AbstractAsyncContextManager[Any]) -> bool:
+        """Enter ``parts`` on ``stack``, in order, taking the signals meanwhile: True when the
+        start went through, False when a signal stopped it (what it had opened is closed)."""
+        interrupts = cls()
+        async with interrupts:
+            try:
+                for part in parts:
+                    await stack.enter_async_context(part)
+                await asyncio.sleep(0)  # a signal after the last step cancels here, not in the server
+            except asyncio.CancelledError:
+                if not await interrupts.unwound(stack):
+                    raise
+        return not interrupts.stopped()
 
 
 def exit_codes(

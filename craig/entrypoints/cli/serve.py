@@ -10,7 +10,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -113,18 +113,11 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     async def main() -> int:
         # RabbitMQ and the object store may be down: the API starts degraded (readiness says so)
         # and reaches them when they are back; the database it cannot do without.
-        interrupts = StartInterrupts()
         async with AsyncExitStack() as stack:
-            async with interrupts:
-                try:
-                    await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
-                    if metrics_port:  # /metrics off the public API
-                        await stack.enter_async_context(ops_server(host, metrics_port, {"/metrics": prometheus}))
-                    await asyncio.sleep(0)  # a signal after the last step cancels here, not in uvicorn
-                except asyncio.CancelledError:
-                    if not await interrupts.unwound(stack):
-                        raise
-            if interrupts.stopped():
+            parts: list[AbstractAsyncContextManager[Any]] = [running(container, tolerate=("object_store", "broker"))]
+            if metrics_port:  # /metrics off the public API
+                parts.append(ops_server(host, metrics_port, {"/metrics": prometheus}))
+            if not await StartInterrupts.enter(stack, *parts):
                 log.info("stopped while starting")
                 return ExitCode.OK
             log.info("serving", profile=settings.profile.value, url=f"http://{host}:{port}")
@@ -192,17 +185,10 @@ def _serve_in_processes(container: Container, host: str, port: int, workers: int
 
     async def main() -> int:
         # as with one process: RabbitMQ or the object store down, it starts degraded
-        interrupts = StartInterrupts()
         async with AsyncExitStack() as stack:
-            async with interrupts:
-                try:
-                    await stack.enter_async_context(running(container, tolerate=("object_store", "broker")))
-                    await stack.enter_async_context(background())
-                    await asyncio.sleep(0)  # a signal after the last step cancels here
-                except asyncio.CancelledError:
-                    if not await interrupts.unwound(stack):
-                        raise
-            if interrupts.stopped():
+            if not await StartInterrupts.enter(
+                stack, running(container, tolerate=("object_store", "broker")), background()
+            ):
                 log.info("stopped while starting")
                 return ExitCode.OK
             sock = config.bind_socket()
