@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -101,3 +102,57 @@ def test_serve_embedded_then_mint_a_token_and_call_v1(tmp_path: Path) -> None:
     assert "workers stopped" in log.read_text()
     # The server stopped its embedded PostgreSQL on the way out.
     assert not (data_dir / "pg" / "postmaster.pid").exists()
+
+
+def test_a_second_ctrl_c_closes_connections_but_still_stops_the_workers_in_order(tmp_path: Path) -> None:
+    """uvicorn's force quit (Ctrl-C while it waits for a request in flight) skipped the app's
+    shutdown: the embedded PostgreSQL was stopped under the background loops, with a traceback."""
+    data_dir = tmp_path / "craig-data"
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [CRAIG, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=_env(data_dir),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_ready(f"http://127.0.0.1:{port}", process, log)
+        token = subprocess.run(
+            [CRAIG, "token", "--sub", str(uuid.uuid4()), "--role", "caseworker", "--name", "Ann Example"],
+            env=_env(data_dir),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # A request in flight: its body never ends, so the first Ctrl-C waits for it.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            client.sendall(
+                b"POST /v1/cases HTTP/1.1\r\nHost: craig\r\nContent-Type: application/json\r\n"
+                + f"Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n".encode()
+                + b'{"family_name": '
+            )
+            time.sleep(0.5)  # the handler is waiting for the rest of the body
+            process.send_signal(signal.SIGINT)
+            _wait_for_line(log, "Waiting for connections to close", process)
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = log.read_text()
+    assert process.returncode == 0, text
+    assert "forced to quit" in text and "workers stopped" in text, text
+    assert "Traceback" not in text, text
+    assert not (data_dir / "pg" / "postmaster.pid").exists()
+
+
+def _wait_for_line(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while line not in log.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"no {line!r} in the log:\n{log.read_text()}")
+        time.sleep(0.05)

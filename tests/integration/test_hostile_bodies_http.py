@@ -7,10 +7,13 @@
 - A correctly signed token whose ``exp`` no float holds (``10**400``): 401 like any bad token.
 - A JSON body in UTF-16 is refused (400); the corrected UTF-8 retry with the same
   Idempotency-Key is not answered that stored 400 again.
+- A client that disconnects before the end of its body is counted and logged as a 499 (client
+  closed request), with no error line: it was Litestar's 500 with a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +25,7 @@ import jwt
 import pytest
 
 from craig.domain.access import Role
+from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
 from tests.support.logs import craig_logging, json_lines
@@ -273,3 +277,44 @@ async def test_the_utf8_retry_of_a_refused_utf16_body_is_not_answered_the_refusa
         "/v1/cases", content=text.encode(), headers={**headers, "Idempotency-Key": uuid.uuid4().hex}
     )
     assert fresh.status_code == 201, fresh.text
+
+
+# --- 5. a client gone before the end of its body ---------------------------------------------
+
+
+def _counted(status: int) -> float:
+    labels = {"method": "POST", "route": "/v1/cases", "status": str(status)}
+    return metrics.REGISTRY.get_sample_value("craig_http_requests_total", labels) or 0.0
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["without a key", "with an Idempotency-Key"])
+async def test_a_client_gone_before_the_end_of_its_body_is_a_499_not_a_500(
+    api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], keyed: bool
+) -> None:
+    container, client = api
+    family = f"Gone-{uuid.uuid4().hex[:8]}"
+    before = {status: _counted(status) for status in (499, 500)}
+    head = [
+        "POST /v1/cases HTTP/1.1",
+        "Host: craig",
+        "Content-Type: application/json",
+        auth(container)["Authorization"].join(("Authorization: ", "")),
+        "Content-Length: 1000",
+    ]
+    if keyed:
+        head.append(f"Idempotency-Key: {uuid.uuid4().hex}")
+    _, writer = await asyncio.open_connection(client.base_url.host, client.base_url.port)
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + f'{{"family_name": "{family}", '.encode())
+    await writer.drain()
+    await asyncio.sleep(0.3)  # the body is being read
+    writer.close()
+    await writer.wait_closed()
+    for _ in range(200):
+        if _counted(499) > before[499]:
+            break
+        await asyncio.sleep(0.05)
+    assert _counted(499) == before[499] + 1
+    assert _counted(500) == before[500]
+    listed = await client.get("/v1/cases", params={"family_name": family}, headers=auth(container))
+    assert listed.status_code == 200 and listed.json()["items"] == []
+    assert_no_error_logged(logged)

@@ -64,8 +64,6 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     run in process, watches the children (one that dies is replaced) and stops them all on
     SIGTERM or Ctrl-C.
     """
-    import uvicorn
-
     from craig.entrypoints import metrics, operations
     from craig.entrypoints.http.app import create_app
     from craig.entrypoints.ops_server import METRICS_CONTENT_TYPE, Answer, ops_server
@@ -108,7 +106,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     # reached is refused in one line (exit 2) rather than as uvicorn's lifespan traceback.
     app = create_app(container, lifespans=lifespans, manage_runtime=False)
     config = _server_config(app, host, port)
-    server = uvicorn.Server(config)
+    server = _orderly_server(config)
 
     async def main() -> int:
         # RabbitMQ and the object store may be down: the API starts degraded (readiness says so)
@@ -134,6 +132,34 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
 
     with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # uvicorn's loop (uvloop if any)
         return runner.run(main())
+
+
+def _orderly_server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server, except that a second Ctrl-C (uvicorn's force quit) stops only the wait for
+    open connections, never the app's shutdown.
+
+    uvicorn skips the lifespan shutdown on a force quit. Here that shutdown stops the background
+    workers (each finishes or gives back what it holds, within ``WORKER_STOP_TIMEOUT``), and
+    skipping it stopped the embedded PostgreSQL under loops still running, with a traceback."""
+    import uvicorn
+    from uvicorn.lifespan.on import LifespanOn
+
+    class OrderlyServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            if not self.force_exit:
+                return
+            # Requests still in flight are abandoned: their connections are closed, and they end
+            # on the disconnect (a handler waiting on a database is cancelled with the loop).
+            for connection in list(self.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.close()
+            if isinstance(self.lifespan, LifespanOn) and not self.lifespan.shutdown_event.is_set():
+                log.warning("forced to quit: requests in flight abandoned; stopping the workers")
+                await self.lifespan.shutdown()
+
+    return OrderlyServer(config)
 
 
 # --- several server processes (--workers N) -------------------------------------------------------

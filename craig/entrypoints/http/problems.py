@@ -36,6 +36,10 @@ from craig.ports.errors import ConstraintViolation, InvalidData, PortError, Tran
 log = structlog.get_logger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
+#: Set in the scope (by the request context) when the client disconnected before an answer began (its body unfinished):
+#: such a request is counted and logged with nginx's 499 (client closed request), not as a 500.
+CLIENT_GONE_KEY = "craig.client_gone"
+CLIENT_CLOSED_REQUEST = 499
 TYPE_PATH = "/problems/"
 
 
@@ -269,6 +273,10 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
         415: "unsupported-media-type",
         429: "rate-limited",
     }.get(status, "http-error")
+    if status == HTTP_500_INTERNAL_SERVER_ERROR and request.scope.get(CLIENT_GONE_KEY):
+        # Litestar's 500 for a body that ended in a disconnect: no defect, and no one to answer
+        log.info("client disconnected before the end of its body", path=request.url.path, method=request.method)
+        return Response(b"", status_code=CLIENT_CLOSED_REQUEST)
     if status >= HTTP_500_INTERNAL_SERVER_ERROR:
         return internal_error(request, error, "http error", status=status, headers=headers, detail=error.detail)
     detail = error.detail or _title(status, code)

@@ -23,7 +23,8 @@ each request it
   ``X-Content-Type-Options: nosniff``;
 * counts it (``craig_http_requests_total`` and ``craig_http_request_duration_seconds`` by
   method, route template (``unmatched`` when no route matched: bounded label cardinality) and
-  the status actually sent; 500 when the application raised before answering);
+  the status actually sent; 500 when the application raised before answering, 499 when the
+  client disconnected before the end of its body);
 * and ends it with ONE access line (logger ``craig.access``, at INFO): ``method``, ``route``
   (the route's template, never the raw path), ``status``, ``duration_ms``, ``request_id``,
   ``actor`` (the principal's ``sub`` when authenticated) and ``client_ip``. Never a header
@@ -43,13 +44,14 @@ from typing import Any, cast
 import attrs
 import structlog
 from litestar.routes import HTTPRoute
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
 
 from craig.adapters.telemetry import SpanKind, originating, span
 from craig.domain.access import Principal
 from craig.entrypoints import metrics
 from craig.entrypoints.http.client_limits import request_client_ip
 from craig.entrypoints.http.head import HEAD_KEY
+from craig.entrypoints.http.problems import CLIENT_CLOSED_REQUEST, CLIENT_GONE_KEY
 
 HEADER = "x-request-id"
 HSTS = "max-age=31536000; includeSubDomains"
@@ -120,6 +122,12 @@ class RequestContext:
             scope = cast(Scope, {**scope, "method": "GET", HEAD_KEY: True})
         status = 0
 
+        async def listen() -> ReceiveMessage:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not status:
+                cast(dict[str, Any], scope)[CLIENT_GONE_KEY] = True  # the answer about to be made reaches no one
+            return message
+
         async def answer(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
@@ -142,7 +150,9 @@ class RequestContext:
                 ) as current_span,
             ):
                 try:
-                    await self.app(scope, receive, answer)
+                    await self.app(scope, listen, answer)
+                    if not status and scope.get(CLIENT_GONE_KEY):
+                        status = CLIENT_CLOSED_REQUEST  # the app had no one to answer
                 finally:
                     route = scope.get("path_template")
                     if route:
