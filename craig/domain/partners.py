@@ -6,7 +6,7 @@ import functools
 import ipaddress
 import re
 from datetime import datetime
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
 
 import attrs
@@ -176,6 +176,15 @@ def _without_credentials(field: str, url: str) -> str:
             f"{field} must not carry a user name or password; give them as client_id and client_secret"
         )
     return url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown to anyone who may list partners: any user name or password in
+    it (a partner registered before they were refused) replaced by ``***``."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
 def new_partner(

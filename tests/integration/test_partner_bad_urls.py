@@ -2,7 +2,8 @@
 PostgreSQL: registering one is the ``invalid-partner`` 422 any other bad URL gets (it was a 500,
 or a partner that 500ed every later read), and a partner stored with one before shows as a failing
 partner (a degraded preview, a 502 ``upstream``) whose send jobs fail at once, instead of 500s
-and jobs left ``in_flight`` to be sent again every time their lease runs out."""
+and jobs left ``in_flight`` to be sent again every time their lease runs out. A partner stored
+with a user name and password in its URLs shows them to no one."""
 
 from __future__ import annotations
 
@@ -106,3 +107,21 @@ async def test_its_send_jobs_fail_at_once_instead_of_staying_in_flight(api: Api)
     assert [(j["status"], j["attempts"]) for j in jobs] == [("failed", 1)] * len(UNUSABLE_URLS), jobs
     assert all(j["last_error"].startswith("the partner's URLs are unusable: base_url") for j in jobs), jobs
     assert await api.events("exchange.send_failed") == Counter({j["id"]: 1 for j in jobs})
+
+
+async def test_a_stored_partner_with_credentials_in_its_urls_shows_them_to_no_one(api: Api) -> None:
+    """Partners are listed to everyone signed in; registration refuses credentials in a URL, and
+    one stored before that shows them masked, in every view."""
+    partner = await api.stored("http://clerk:s3cret-pw@127.0.0.1:9")
+    shown = "http://***@127.0.0.1:9"
+    detail = await api.client.get(f"/v1/exchange/partners/{partner.id}", headers=api.worker)
+    assert detail.json()["degraded"] and "s3cret" not in detail.text  # nor in why its records were not read
+    views = [
+        detail.json()["partner"],
+        *(await api.client.get("/v1/exchange/partners", headers=api.worker)).json()["items"],
+        *(await api.client.get("/v1/exchange/partners?per_page=50", headers=api.worker)).json()["items"],
+    ]
+    assert len(views) == 3
+    for view in views:
+        assert view["base_url"] == shown and view["token_url"] == f"{shown}/oauth/token", view
+        assert "s3cret" not in str(view) and "clerk" not in str(view)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, TransportFailure
-from craig.domain.partners import InvalidPartner, Partner
+from craig.domain.partners import InvalidPartner, Partner, shown_url
 from craig.ports.errors import UndecryptableData
 from craig.ports.exchange import Claim, Delivery, Pace, PartnerGateway, UpstreamError
 from craig.usecases.exchange import DispatchSendJob, SendPolicy
@@ -290,3 +290,17 @@ async def test_only_the_gateways_own_exceptions_cost_an_attempt(backend: Backend
 def test_an_ascii_host_with_a_character_no_host_name_has_is_refused(url: str) -> None:
     """httpx would percent-encode these and send them: no DNS name holds them."""
     assert not accepted(url)
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("https://user:pw@partner.example:8080/api", "https://***@partner.example:8080/api"),
+        ("https://user@[::1]:8443", "https://***@[::1]:8443"),
+        ("https://a:b@c@partner.example/p?q=1", "https://***@partner.example/p?q=1"),
+        ("https://partner.example/a@b", "https://partner.example/a@b"),
+        ("https://partner.example:8080", "https://partner.example:8080"),
+    ],
+)
+def test_a_url_is_shown_without_the_credentials_a_partner_was_stored_with(stored: str, shown: str) -> None:
+    assert shown_url(stored) == shown

@@ -22,7 +22,7 @@ from craig.domain.constants import DEFAULT_PAGE_SIZE
 from craig.domain.exchange import JobStatus, SendJob
 from craig.domain.pages import Page, PageRequest
 from craig.domain.partner_records import PartnerRecord
-from craig.domain.partners import Partner
+from craig.domain.partners import Partner, shown_url
 from craig.entrypoints.http.api_contract import SUPERVISORS, answers
 from craig.entrypoints.http.dependencies import Me, Paging
 from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
@@ -143,8 +143,8 @@ def _partner(p: Partner) -> PartnerView:
     return PartnerView(
         id=p.id,
         name=p.name,
-        base_url=p.base_url,
-        token_url=p.token_url,
+        base_url=shown_url(p.base_url),
+        token_url=shown_url(p.token_url),
         client_id=p.client_id,
         rate_limit_rpm=p.rate_limit_rpm,
         effective_rate_limit_rpm=p.effective_rate_limit_rpm,
