@@ -456,6 +456,8 @@ FAILED_LIST_MAX_LIMIT: Final = 10_000
 DLX_REPLAY_DEFAULT_LIMIT: Final = 1000
 #: The most unrouted events one ``craig unrouted`` run looks at (the oldest), and its largest ``--limit``.
 UNROUTED_SCAN_MAX_EVENTS: Final = 100_000
+#: Rows an in-process take of unrouted events reads at once (it pages through the scan above).
+UNROUTED_TAKE_PAGE_ROWS: Final = 500
 #: ``craig token``: a development token's default lifetime.
 DEV_TOKEN_LIFETIME: Final = timedelta(hours=1)
 

@@ -24,6 +24,14 @@ class InboxRecord:
     error_count: int
     last_error: str | None
     first_failed_at: datetime | None
+    #: When the row is due next (an unrouted row's arrival): with ``event_id``, its place in
+    #: :meth:`InboxStore.waiting_rows`'s order.
+    next_attempt_at: datetime
+
+    @property
+    def waiting_key(self) -> tuple[datetime, UUID]:
+        """The row's place among the waiting rows (``after=`` for the next page)."""
+        return (self.next_attempt_at, self.event_id)
 
 
 class InboxRepository(Protocol):
@@ -85,9 +93,12 @@ class InboxStore(Protocol):
         """Delete a dead-lettered row (an operator gave up on it); False when there is none."""
         ...
 
-    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+    async def waiting_rows(
+        self, consumer: str, limit: int, *, after: tuple[datetime, UUID] | None = None
+    ) -> list[InboxRecord]:
         """Up to ``limit`` rows of ``consumer`` neither processed nor dead-lettered, oldest due
-        first (the in-process bus's unrouted events, for operators)."""
+        first (the in-process bus's unrouted events, for operators); with ``after`` (the last
+        row's :attr:`~InboxRecord.waiting_key`), those after it: the next page."""
         ...
 
     async def delete_waiting(self, consumer: str, event_id: UUID) -> bool:

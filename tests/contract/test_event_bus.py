@@ -9,11 +9,13 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dependency_injector import providers
 from sqlalchemy import text
 
+from craig.adapters.inprocess import bus as inprocess_bus
 from craig.adapters.inprocess.bus import UNREADABLE_ENVELOPE, InProcessBus
 from craig.domain.events import EventEnvelope
 from craig.entrypoints import metrics
@@ -378,6 +380,49 @@ async def test_an_unrouted_event_is_replayed_once_a_consumer_takes_it_and_discar
         assert [e.event_id for e in gone] == [nobodys.id]
         await _eventually(lambda: _count_is(unrouted, 0), "none left")
     assert recorder.calls[late.id] == 1
+
+
+async def test_the_in_process_take_pages_through_the_unrouted_events_in_their_order(
+    bus: Container, register_queues, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process bus reads its unrouted events a page at a time (it read the whole scan,
+    up to 100,000 envelopes, at once): events kept or not asked for are passed over across
+    pages, and the order stays oldest first."""
+    if hasattr(bus.event_bus(), "broker"):
+        pytest.skip("RabbitMQ takes unrouted events from its queue one message at a time")
+    monkeypatch.setattr(inprocess_bus, "UNROUTED_TAKE_PAGE_ROWS", 2)
+    store, pages = bus.inbox_store(), []
+    read = store.waiting_rows
+
+    async def counted(consumer: str, limit: int, **after: Any) -> list[Any]:
+        pages.append(limit)
+        return await read(consumer, limit, **after)
+
+    monkeypatch.setattr(store, "waiting_rows", counted)
+    recorder = Recorder()
+    register_queues(bus, "recorder")
+    await bus.event_bus().connect([])
+    published = []
+    for n in range(9):  # nobody, late, late, nobody, late, late, nobody, late, late
+        published.append(_event("nobody.listens" if n % 3 == 0 else "late.arrival"))
+        await bus.event_bus().publish(published[-1])
+    await _eventually(lambda: _count_is(bus.unrouted_events(), 9), "all kept as unrouted")
+    late = [e.id for e in published if e.type == "late.arrival"]
+    nobodys = [e.id for e in published if e.type == "nobody.listens"]
+    subscription = Subscription("recorder", ("late.*",), recorder)
+    bus.subscriptions.override(providers.Object([subscription]))
+    operations = bus.unrouted_operations()
+    async with consumers_running(bus, subscriptions=[subscription]):
+        first = await operations.replay(None, 4)
+        assert [e.event_id for e in first.replayed] == late[:4]
+        assert [k.event.event_id for k in first.kept] == nobodys[:2]  # the scan stopped at the fourth
+        assert [e.event_id for e in (await operations.replay([late[5], uuid.uuid4()], 10)).replayed] == [late[5]]
+        assert [e.event_id for e in (await operations.discard(nobodys[::-1]))] == nobodys
+        assert set(pages) == {2}  # the take read two rows at a time (peek reads its limit)
+        assert [e.event_id for e in await bus.unrouted_events().peek(10)] == [late[4]]
+        for event_id in [*late[:4], late[5]]:
+            await _eventually(lambda event_id=event_id: _has_effect(bus, event_id), "delivered")  # type: ignore[misc]
+    assert sorted(recorder.calls.values()) == [1] * 5
 
 
 async def test_an_inbox_row_no_version_can_read_is_dead_lettered_and_blocks_nothing(bus: Container) -> None:

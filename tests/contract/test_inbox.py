@@ -193,6 +193,27 @@ async def test_waiting_counts_a_consumers_undelivered_rows(backend: Backend) -> 
     assert await store.waiting_rows("nobody", 10) == []
 
 
+async def test_waiting_rows_page_after_the_last_row_of_a_page(backend: Backend) -> None:
+    """Pages in the same order as one read, each starting after the last row of the one before,
+    whatever is deleted meanwhile; rows sharing an arrival time are told apart by their id."""
+    store = inbox(backend)
+    envelopes = [event() for _ in range(7)]
+    for i, envelope in enumerate(envelopes):
+        await store.enqueue("c", envelope, "q.c")
+        if i % 2:
+            await backend.sleep(0.002)  # on the memory adapter's fake clock, pairs share an arrival time
+    whole = [r.event_id for r in await store.waiting_rows("c", 100)]
+    assert sorted(whole) == sorted(e.id for e in envelopes)
+    paged: list[uuid.UUID] = []
+    after = None
+    while rows := await store.waiting_rows("c", 3, after=after):
+        paged += [r.event_id for r in rows]
+        assert await store.delete_waiting("c", rows[0].event_id)  # a take removes as it goes
+        after = rows[-1].waiting_key
+    assert paged == whole
+    assert await store.waiting_rows("other", 3, after=after) == []
+
+
 async def test_only_a_waiting_row_is_deleted_as_one(backend: Backend) -> None:
     store = inbox(backend)
     first, second, done, dead = event(), event(), event(), event()

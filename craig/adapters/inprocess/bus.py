@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import structlog
@@ -29,6 +29,7 @@ from craig.domain.constants import (
     INPROCESS_BUS_POLL_INTERVAL,
     INPROCESS_DEAD_LETTER_SCAN_MAX_ROWS,
     UNROUTED_SCAN_MAX_EVENTS,
+    UNROUTED_TAKE_PAGE_ROWS,
 )
 from craig.domain.events import EventEnvelope
 from craig.domain.routing import topic_matches
@@ -227,17 +228,28 @@ class InboxUnroutedEvents(UnroutedEvents):
         handle: Callable[[UnroutedEvent], Awaitable[bool]],
     ) -> list[UnroutedEvent]:
         wanted = set(event_ids) if event_ids is not None else None
-        events = [_unrouted(r) for r in await self.inbox.waiting_rows(UNROUTED, UNROUTED_SCAN_MAX_EVENTS)]
         removed: list[UnroutedEvent] = []
-        for event in events:
-            if len(removed) >= limit:
+        scanned = 0
+        after: tuple[datetime, UUID] | None = None
+        # Page by page (the oldest UNROUTED_SCAN_MAX_EVENTS at most): the whole scan at once held
+        # up to 100,000 envelopes in memory.
+        while scanned < UNROUTED_SCAN_MAX_EVENTS and len(removed) < limit:
+            page = min(UNROUTED_TAKE_PAGE_ROWS, UNROUTED_SCAN_MAX_EVENTS - scanned)
+            rows = await self.inbox.waiting_rows(UNROUTED, page, after=after)
+            for row in rows:
+                event = _unrouted(row)
+                if len(removed) >= limit:
+                    break
+                # The row is the event: removed once handled (a crash in between offers it again,
+                # and a replay's re-publish is deduplicated by the consumers' inbox rows).
+                if wanted is not None and event.event_id not in wanted:
+                    continue
+                if await handle(event) and await self.inbox.delete_waiting(UNROUTED, event.event_id):
+                    removed.append(event)
+            if len(rows) < page:
                 break
-            # The row is the event: removed once handled (a crash in between offers it again,
-            # and a replay's re-publish is deduplicated by the consumers' inbox rows).
-            if wanted is not None and event.event_id not in wanted:
-                continue
-            if await handle(event) and await self.inbox.delete_waiting(UNROUTED, event.event_id):
-                removed.append(event)
+            scanned += len(rows)
+            after = rows[-1].waiting_key
         return removed
 
 

@@ -46,6 +46,7 @@ class InboxRow:
             error_count=self.error_count,
             last_error=self.last_error,
             first_failed_at=self.first_failed_at,
+            next_attempt_at=self.next_attempt_at,
         )
 
 
@@ -170,10 +171,18 @@ class MemoryInboxStore(InboxStore):
             tx.delete(TABLE, (consumer, event_id))
             return True
 
-    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+    async def waiting_rows(
+        self, consumer: str, limit: int, *, after: tuple[datetime, UUID] | None = None
+    ) -> list[InboxRecord]:
         async with self.db.transaction() as tx:
             rows: list[InboxRow] = tx.select(
-                TABLE, lambda r: r.consumer == consumer and r.processed_at is None and r.failed_at is None
+                TABLE,
+                lambda r: (
+                    r.consumer == consumer
+                    and r.processed_at is None
+                    and r.failed_at is None
+                    and (after is None or (r.next_attempt_at, r.event_id) > after)
+                ),
             )
         rows.sort(key=lambda r: (r.next_attempt_at, r.event_id))
         return [r.record() for r in rows[:limit]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -25,7 +25,7 @@ log = structlog.get_logger(__name__)
 # The envelope comes as text and is parsed by _record, so a row whose JSON cannot be decoded
 # (nested past the parser's depth, say) fails only itself, never the rows read with it.
 _COLUMNS = """consumer, event_id, envelope::text AS envelope, queue, received_at, processed_at, failed_at, error_count,
-              last_error, first_failed_at"""
+              last_error, first_failed_at, next_attempt_at"""
 
 _BEGIN = text(
     f"""
@@ -112,6 +112,12 @@ _WAITING_ROWS = text(
          WHERE consumer = :consumer AND processed_at IS NULL AND failed_at IS NULL
          ORDER BY next_attempt_at, event_id LIMIT :limit"""
 )
+_WAITING_ROWS_AFTER = text(
+    f"""SELECT {_COLUMNS} FROM event_inbox
+         WHERE consumer = :consumer AND processed_at IS NULL AND failed_at IS NULL
+           AND (next_attempt_at, event_id) > (:after_due, :after_id)
+         ORDER BY next_attempt_at, event_id LIMIT :limit"""
+)
 _DELETE_WAITING = text(
     "DELETE FROM event_inbox WHERE consumer = :consumer AND event_id = :event_id "
     "AND processed_at IS NULL AND failed_at IS NULL RETURNING event_id"
@@ -192,6 +198,7 @@ def _record(row: Mapping[Any, Any]) -> InboxRecord:
         error_count=row["error_count"],
         last_error=row["last_error"],
         first_failed_at=row["first_failed_at"],
+        next_attempt_at=row["next_attempt_at"],
     )
 
 
@@ -255,9 +262,15 @@ class PostgresInboxStore(InboxStore):
             found = await conn.execute(_DISCARD_DEAD, {"consumer": consumer, "event_id": event_id})
             return found.first() is not None
 
-    async def waiting_rows(self, consumer: str, limit: int) -> list[InboxRecord]:
+    async def waiting_rows(
+        self, consumer: str, limit: int, *, after: tuple[datetime, UUID] | None = None
+    ) -> list[InboxRecord]:
         async with self.database.transaction() as conn:
-            rows = await conn.execute(_WAITING_ROWS, {"consumer": consumer, "limit": limit})
+            if after is None:
+                rows = await conn.execute(_WAITING_ROWS, {"consumer": consumer, "limit": limit})
+            else:
+                params = {"consumer": consumer, "limit": limit, "after_due": after[0], "after_id": after[1]}
+                rows = await conn.execute(_WAITING_ROWS_AFTER, params)
             return [_record(r) for r in rows.mappings()]
 
     async def delete_waiting(self, consumer: str, event_id: UUID) -> bool:
