@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 
@@ -58,14 +59,25 @@ def replay(ids: tuple[uuid.UUID, ...], every: bool, limit: int) -> int:
     counts the replayed ones). Each leaves the unrouted events only once the broker confirmed
     its publish; one that no consumer takes stays, counted on stderr by reason. A replayed
     event reaches its consumer after newer events of its aggregate: order per aggregate does
-    not hold for it. The replayed events are listed on stdout."""
+    not hold for it. The replayed events are listed on stdout; stopped half way (Ctrl-C), those
+    it published so far."""
     chosen = ids_or_all(ids, every)  # a usage error before anything starts
     return run(replay_unrouted(bootstrap(), chosen, limit))
 
 
 async def replay_unrouted(container: Container, ids: Sequence[uuid.UUID] | None, limit: int) -> int:
-    async with running(container, parts=("database", "broker")):
-        report = await container.unrouted_operations().replay(ids, limit)
+    published: list[UnroutedEvent] = []
+    try:
+        async with running(container, parts=("database", "broker")):
+            report = await container.unrouted_operations().replay(ids, limit, published.append)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # Ctrl-C: what already reached the consumers, so that no one has to guess. An event
+        # published just before the interruption may still be listed unrouted: replaying it
+        # again is harmless (its consumers take an event once).
+        echo(f"interrupted: {len(published)} published again before the interruption")
+        for event in published:
+            echo(_line(event))
+        raise
     echo(f"{len(report.replayed)} replayed")
     for event in report.replayed:
         echo(_line(event))

@@ -74,10 +74,17 @@ class UnroutedOperations:
             )
         return f"no consumer of this deployment takes {event_type!r}"
 
-    async def replay(self, event_ids: Sequence[UUID] | None, limit: int) -> ReplayReport:
+    async def replay(
+        self,
+        event_ids: Sequence[UUID] | None,
+        limit: int,
+        on_published: Callable[[UnroutedEvent], None] | None = None,
+    ) -> ReplayReport:
         """Publish again those of ``event_ids`` (all of them; or, without ids, up to ``limit``)
         that a consumer now takes, each removed from the unrouted events once its publish is
-        confirmed. The ones no consumer takes are left, and do not count toward ``limit``."""
+        confirmed. The ones no consumer takes are left, and do not count toward ``limit``.
+        ``on_published`` hears of each confirmed publish as it happens (a run interrupted before
+        its report can still say what reached the consumers)."""
         wanted = sorted(set(event_ids), key=str) if event_ids is not None else None
         await self._record(AuditAction.UNROUTED_REPLAY, wanted)
         await self.bus.connect(self.subscriptions)  # their queues and bindings, before any publish
@@ -97,6 +104,8 @@ class UnroutedOperations:
                 return False
             await self.bus.publish(event.envelope)
             published.add(event.event_id)
+            if on_published is not None:
+                on_published(event)
             return True
 
         replayed = await self.unrouted.take(
