@@ -17,6 +17,7 @@ from uuid import UUID
 
 import attrs
 
+from craig.domain.access import Principal
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import FosterHome, Placement, PlacementStatus
@@ -132,9 +133,11 @@ class PlacementRepository(Protocol):
         ...
 
     async def list_for_home(
-        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset, visible_to: Principal | None = None
     ) -> KeysetPage[Placement]:
-        """The home's placements (of one status, if given), newest first."""
+        """The home's placements (of one status, if given), newest first; with ``visible_to``,
+        only those of the cases that principal may see (:func:`~craig.domain.cases.can_see`), so
+        that a page and its cursor never hold a placement of another's case."""
         ...
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -172,6 +173,47 @@ async def test_placements_of_cases_you_cannot_see_are_404(pg_api: Api) -> None:
         await pg_api.client.patch(f"/v1/placements/{mine['id']}", json={"status": "cancelled"}, headers=other),
     ):
         assert response.status_code == 404 and problem_type(response) == "not-found"
+
+
+async def test_a_home_s_placements_never_name_or_count_those_of_cases_hidden_from_you(api: Api) -> None:
+    """The home's list read every placement and dropped the hidden ones afterwards: its cursor
+    (signed, not encrypted) named the last one read, hidden or not, and pages of one counted
+    them. Now the read chooses the visible ones: another case worker walks none of them."""
+    home = await api.home(5)
+    mine = [(await api.place(home["id"])).json()["id"] for _ in range(3)]
+    assigned_case = await api.case()
+    other_sub = uuid.uuid4()
+    uow = api.container.uow()
+    async with uow:  # the other worker is assigned one case: its placement is theirs to see
+        assert await uow.cases.assign(uuid.UUID(assigned_case), other_sub, api.worker_sub, datetime.now(UTC))
+        await uow.commit()
+    theirs = (await api.place(home["id"], case_id=assigned_case)).json()["id"]
+    other = auth(api.container, sub=other_sub)
+
+    async def walk(headers: dict[str, str], **params: str) -> tuple[list[str], list[str]]:
+        seen, cursors, cursor = [], [], None
+        while True:
+            query = {"limit": "1", **params, **({"cursor": cursor} if cursor else {})}
+            page = await api.client.get(f"/v1/foster-homes/{home['id']}/placements", params=query, headers=headers)
+            assert page.status_code == 200, page.text
+            seen += [item["id"] for item in page.json()["items"]]
+            cursor = page.json()["next_cursor"]
+            if cursor is None:
+                return seen, cursors
+            cursors.append(cursor)
+
+    seen, cursors = await walk(other)
+    assert seen == [theirs]
+    assert not any(hidden in base64_of(c) for c in cursors for hidden in mine)
+    assert await walk(other, status="planned") == ([theirs], [])
+    everything, _ = await walk(api.supervisor)
+    assert sorted(everything) == sorted([*mine, theirs])
+
+
+def base64_of(cursor: str) -> str:
+    """A cursor's readable part, decoded (it is signed, not encrypted)."""
+    payload = cursor.split(".")[0]
+    return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
 
 
 async def test_conflicts_name_their_reason(pg_api: Api) -> None:

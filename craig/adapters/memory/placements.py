@@ -16,6 +16,8 @@ import attrs
 
 from craig.adapters.memory.cases import CASES
 from craig.adapters.memory.session import MemorySession
+from craig.domain.access import Principal
+from craig.domain.cases import can_see
 from craig.domain.keyset import Keyset, KeysetPage, after, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import (
@@ -204,8 +206,16 @@ class MemoryPlacementRepository(PlacementRepository):
         return await self._history(lambda p: p.case_id == case_id, keyset)
 
     async def list_for_home(
-        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset, visible_to: Principal | None = None
     ) -> KeysetPage[Placement]:
+        tx = await self.session.tx()
+
+        def visible(p: Placement) -> bool:
+            if visible_to is None:
+                return True
+            case = tx.get(CASES, p.case_id)
+            return case is not None and can_see(case, visible_to)
+
         return await self._history(
-            lambda p: p.foster_home_id == home_id and (status is None or p.status is status), keyset
+            lambda p: p.foster_home_id == home_id and (status is None or p.status is status) and visible(p), keyset
         )

@@ -45,15 +45,15 @@ _GET_FOR_UPDATE = text(f"SELECT {_COLUMNS} FROM cases c WHERE c.id = :id FOR NO 
 _GET_FOR_SHARE = text(f"SELECT {_COLUMNS} FROM cases c WHERE c.id = :id FOR SHARE OF c")
 # Supervisors and admins see every case; everyone sees the cases assigned to them; case workers
 # also the ones they opened (a screener does not keep the cases it opens).
-_VISIBLE = """(:all OR (:own AND c.created_by = :sub)
+VISIBLE_CASE = """(:all OR (:own AND c.created_by = :sub)
                OR EXISTS (SELECT 1 FROM case_assignments a WHERE a.case_id = c.id AND a.worker_sub = :sub))"""
 _LIST = text(
     f"""
-    SELECT {_COLUMNS} FROM cases c WHERE {_VISIBLE}
+    SELECT {_COLUMNS} FROM cases c WHERE {VISIBLE_CASE}
      ORDER BY c.created_at DESC, c.id DESC LIMIT :limit OFFSET :offset
     """
 )
-_COUNT = text(f"SELECT count(*) FROM cases c WHERE {_VISIBLE}")
+_COUNT = text(f"SELECT count(*) FROM cases c WHERE {VISIBLE_CASE}")
 _TOUCH = "UPDATE cases SET version = version + 1, updated_at = :now WHERE id = :case_id"
 _ASSIGN = text(
     f"""
@@ -88,13 +88,13 @@ _SET_INDEX = text("UPDATE cases SET family_name_index = :index WHERE id = :id")
 _COUNT_STALE = text(f"SELECT count(*) FROM cases c WHERE {_STALE_INDEX}")
 
 
-def _visibility(principal: Principal) -> dict[str, Any]:
+def visibility(principal: Principal) -> dict[str, Any]:
     return {"all": principal.sees_every_case, "own": principal.sees_cases_it_created, "sub": principal.sub}
 
 
 def _search(query: CaseQuery, keyset: Keyset, family_indexes: list[str] | None) -> tuple[Any, dict[str, Any]]:
     """The statement of one search page: filters, then the keyset bound, in the sort's order."""
-    where = [_VISIBLE]
+    where = [VISIBLE_CASE]
     params: dict[str, Any] = {"limit": keyset.limit + 1}
     if family_indexes is not None:
         where.append("c.family_name_index = ANY(:family_indexes)")
@@ -153,7 +153,7 @@ class PostgresCaseRepository(CaseRepository):
         await self.session.execute(_SAVE, case_columns(self.session.cipher, case))
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[Case]:
-        params = _visibility(principal)
+        params = visibility(principal)
         conn = await self.session.connection()
         total = (await conn.execute(_COUNT, params)).scalar_one()
         rows = (await conn.execute(_LIST, {**params, "limit": page.per_page, "offset": page.offset})).mappings()
@@ -165,7 +165,7 @@ class PostgresCaseRepository(CaseRepository):
             family_name_candidates(self.session.cipher, query.family_name) if query.family_name is not None else None
         )
         statement, params = _search(query, keyset, family_indexes)
-        params.update(_visibility(principal))
+        params.update(visibility(principal))
         rows = (await self.session.execute(text(statement), params)).mappings()
         items = [self._case(row) for row in rows]
         return keyset_page(items, keyset, query.sort_key)

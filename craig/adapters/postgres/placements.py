@@ -15,6 +15,7 @@ from uuid import UUID
 
 from sqlalchemy import text
 
+from craig.adapters.postgres.cases import VISIBLE_CASE, visibility
 from craig.adapters.postgres.placement_rows import (
     HOME_COLUMNS,
     PLACEMENT_COLUMNS,
@@ -23,6 +24,7 @@ from craig.adapters.postgres.placement_rows import (
     placement_params,
 )
 from craig.adapters.postgres.session import PostgresSession
+from craig.domain.access import Principal
 from craig.domain.keyset import Keyset, KeysetPage, keyset_page
 from craig.domain.pages import Page, PageRequest
 from craig.domain.placements import (
@@ -211,11 +213,14 @@ class PostgresPlacementRepository(PlacementRepository):
         return await self._history(["case_id = :owner"], {"owner": case_id}, keyset)
 
     async def list_for_home(
-        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset
+        self, home_id: UUID, status: PlacementStatus | None, keyset: Keyset, visible_to: Principal | None = None
     ) -> KeysetPage[Placement]:
         where = ["foster_home_id = :owner"]
         params: dict[str, Any] = {"owner": home_id}
         if status is not None:
             where.append("status = :status")
             params["status"] = status.value
+        if visible_to is not None and not visible_to.sees_every_case:
+            where.append(f"EXISTS (SELECT 1 FROM cases c WHERE c.id = placements.case_id AND {VISIBLE_CASE})")
+            params.update(visibility(visible_to))
         return await self._history(where, params, keyset)

@@ -7,7 +7,6 @@ from uuid import UUID
 
 from craig.domain.access import Principal
 from craig.domain.audit import AuditAction
-from craig.domain.cases import can_see
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome
 from craig.ports.cases import HasCases
@@ -22,8 +21,8 @@ class ListHomePlacementsWork(AuditWork, HasCases, HasFosterHomes, HasPlacements,
 
 class ListHomePlacements:
     """404 for an unknown home. A principal who does not see every case gets only the
-    placements of cases it may see: a page then holds fewer than ``limit`` items, and the
-    cursor still continues after the last one read, so nothing is skipped.
+    placements of cases it may see, chosen in the read itself: a page and its cursor never name
+    (nor, by coming back short or empty, count) a placement of a case hidden from it.
 
     Recorded as one ``list`` entry of placements naming the home (``resource_id``) and the ids
     returned, in the read's transaction; a 404 as ``denied``."""
@@ -37,15 +36,8 @@ class ListHomePlacements:
         async with refusals_recorded(self.uow, principal, AuditAction.LIST, PLACEMENT, home_id), self.uow:
             if await self.uow.foster_homes.get(home_id) is None:
                 raise UnknownFosterHome(home_id)
-            page = await self.uow.placements.list_for_home(home_id, status, keyset)
-            visible = list(page.items)
-            if not principal.sees_every_case:
-                visible = []
-                for placement in page.items:
-                    case = await self.uow.cases.get(placement.case_id)
-                    if case is not None and can_see(case, principal):
-                        visible.append(placement)
-            ids = [placement.id for placement in visible]
+            page = await self.uow.placements.list_for_home(home_id, status, keyset, visible_to=principal)
+            ids = [placement.id for placement in page.items]
             await record(self.uow, principal, AuditAction.LIST, PLACEMENT, home_id, resource_ids=ids)
             await self.uow.commit()
-        return KeysetPage(items=visible, next_after=page.next_after)
+        return page
