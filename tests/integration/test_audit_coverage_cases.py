@@ -410,6 +410,13 @@ async def test_a_refused_write_under_an_idempotency_key_is_recorded_once_then_re
     assert again.status_code == 404 and again.headers["idempotent-replayed"] == "true"
     replay = await api.entry_of(rid)
     assert (replay.action.value, replay.resource_type, replay.resource_id) == ("replay", "request", f"POST {contacts}")
+    assert replay.outcome is DENIED  # a refusal retried is still refused (it was recorded allowed)
+    # The case's owner replaying an accepted write: allowed.
+    accepted, _ = await api.call("POST", contacts, api.ann, json=CONTACT_BODY, headers=key)
+    assert accepted.status_code == 201
+    replayed, rid = await api.call("POST", contacts, api.ann, json=CONTACT_BODY, headers=key)
+    assert replayed.headers["idempotent-replayed"] == "true"
+    assert (await api.entry_of(rid)).outcome is AuditOutcome.ALLOWED
 
 
 @pytest.mark.usefixtures("failing_audit")

@@ -110,7 +110,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         if isinstance(decision, Replay):
             metrics.idempotency_outcomes.labels("replayed").inc()
             principal = user if isinstance(user, Principal) else None
-            entry = replay_entry(principal, method, path, _case_of(path))
+            entry = replay_entry(principal, method, path, _case_of(path), decision.response.status_code)
             try:
                 await self.audit_log().append([entry])
             except (Unavailable, TransientConflict):

@@ -114,11 +114,16 @@ def anonymous_entry(
     )
 
 
-def replay_entry(principal: Principal | None, method: str, path: str, case_id: UUID | None) -> AuditEntry:
-    """An idempotent replay: the stored answer to ``method path`` served again."""
+def replay_entry(
+    principal: Principal | None, method: str, path: str, case_id: UUID | None, status: int = 200
+) -> AuditEntry:
+    """An idempotent replay: the stored answer (of ``status``) to ``method path`` served again.
+    A stored refusal (403, or 404 for a record the actor may not see or that does not exist) is
+    ``denied``, as its first answer was: a retried refusal is still a refused attempt."""
+    outcome = AuditOutcome.DENIED if status in (403, 404) else AuditOutcome.ALLOWED
     if principal is not None:
-        return audit_entry(principal, AuditAction.REPLAY, REQUEST, f"{method} {path}", case_id=case_id)
-    return anonymous_entry(AuditAction.REPLAY, REQUEST, f"{method} {path}")
+        return audit_entry(principal, AuditAction.REPLAY, REQUEST, f"{method} {path}", case_id=case_id, outcome=outcome)
+    return anonymous_entry(AuditAction.REPLAY, REQUEST, f"{method} {path}", outcome=outcome)
 
 
 def changed_field_names(before: Any, after: Any, *, ignore: Iterable[str] = ()) -> tuple[str, ...]:
