@@ -103,7 +103,9 @@ def clean_text(value: object) -> str | None:
     text = str(value)
     if not text.isprintable():  # printable text holds no control character and no surrogate
         text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs"))
-    text = text.strip()[:AUDIT_TEXT_MAX_LENGTH]
+    # Cut, then stripped again: what is kept must come out of a second cleaning unchanged (an
+    # entry read back from its row is cleaned again, and the chain's hash must cover the row).
+    text = text.strip()[:AUDIT_TEXT_MAX_LENGTH].rstrip()
     return text or None
 
 

@@ -6,9 +6,11 @@ verifiable."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -228,6 +230,42 @@ async def _append_and_hold(container: Container, ready: asyncio.Barrier) -> Audi
         await ready.wait()
         await uow.commit()
     return stored
+
+
+async def test_an_auditor_s_own_program_checks_the_chain_from_the_rows_as_stored(
+    container: Container, pg_url: str
+) -> None:
+    """README's recipe (canonical JSON of each row, SHA-256 after the previous hash) on the raw
+    rows. A text cut at a space was stored ending in it, but hashed as read back, stripped: the
+    recipe found such an entry broken while `craig audit verify` called the chain intact."""
+    await record(
+        container.uow(),
+        entry("create", "rule_set", resource_id="x" * 199 + " tail", outcome="denied", actor_name="Zoë  "),
+        entry("update", case_id=uuid.uuid4(), changed_fields=["title", "status"], client_ip="2001:db8::1"),
+        entry("list", resource_ids=["a", " b ", "c" * 199 + "  d"], request_id="r-1"),
+    )
+    await container.audit.seal()()
+    conn = await superuser(pg_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT e.*, c.seq, c.prev_hash, c.hash FROM audit_chain c JOIN audit_entries e ON e.id = c.entry_id "
+            "ORDER BY c.seq"
+        )
+    finally:
+        await conn.close()
+    assert len(rows) == 3
+    for row in rows:
+        document = {
+            "v": 1,
+            **{name: row[name] for name in ("actor_role", "actor_name", "action", "resource_type", "resource_id")},
+            **{name: row[name] for name in ("outcome", "request_id", "client_ip", "seq")},
+            **{name: str(row[name]) if row[name] is not None else None for name in ("id", "actor", "case_id")},
+            "resource_ids": list(row["resource_ids"]),
+            "changed_fields": list(row["changed_fields"]),
+            "at": row["at"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        encoded = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+        assert hashlib.sha256(bytes(row["prev_hash"]) + encoded).digest() == bytes(row["hash"]), document
 
 
 async def test_concurrent_appends_do_not_wait_on_each_other(container: Container) -> None:
