@@ -233,6 +233,8 @@ ATTACHMENT_SCAN_INTERVAL: Final = timedelta(minutes=5)
 #: Multipart framing accepted on top of ``attachments.max_bytes`` (boundaries, part headers,
 #: the ``attachment_type`` field): the upload route's own request body limit.
 ATTACHMENT_MULTIPART_OVERHEAD_BYTES: Final = 64 * 1024
+#: The most a text part (no filename) of an uploaded form may hold: its fields are short.
+FORM_TEXT_PART_MAX_BYTES: Final = 64 * 1024
 #: Longest stored file name in UTF-8 bytes: filesystems allow 255 per name, and the
 #: filesystem store needs room for its temporary suffix.
 ATTACHMENT_FILE_NAME_MAX_BYTES: Final = 200

@@ -2,8 +2,10 @@
 
 - JSON nested deeper than the decoder goes (msgspec's ``RecursionError``): 400 ``invalid-request``,
   on the public intake form and under ``/v1`` alike.
-- A multipart text part that is not in its charset, or names a charset Python does not know
-  (Litestar's ``UnicodeDecodeError`` / ``LookupError``): 400 ``invalid-request``, nothing stored.
+- A multipart text part that is not in its charset, names a charset Python does not know
+  (Litestar's ``UnicodeDecodeError`` / ``LookupError``), names one other than UTF-8, US-ASCII or
+  ISO-8859-1 (punycode held the event loop for seconds; a NUL in the name was a 500), or holds
+  more than 64 KiB: 400 ``invalid-request``, nothing stored.
 - A correctly signed token whose ``exp`` no float holds (``10**400``): 401 like any bad token.
 - A JSON body in UTF-16 is refused (400); the corrected UTF-8 retry with the same
   Idempotency-Key is not answered that stored 400 again.
@@ -157,6 +159,18 @@ TEXT_PARTS = {
         b'Content-Disposition: form-data; name="attachment_type"\r\n'
         b"Content-Type: text/plain; charset=rot13\r\n\r\nschool report"
     ),
+    # Python's punycode codec is pure Python and quadratic: 400 KB held the event loop 4 s.
+    "a codec that is slow on purpose": (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n'
+        b"Content-Type: text/plain; charset=punycode\r\n\r\n" + b"a" * 400_000
+    ),
+    "a NUL in the charset (a 500)": (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n'
+        b'Content-Type: text/plain; charset="utf\x008"\r\n\r\nschool report'
+    ),
+    "a text part longer than a field needs": (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n\r\n' + b"a" * (64 * 1024 + 1)
+    ),
 }
 
 
@@ -182,7 +196,7 @@ async def test_a_form_part_that_cannot_be_decoded_is_a_400_problem(
         headers={**headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
     )
     problem = assert_problem(response, 400, "invalid-request")
-    assert "charset" in problem["detail"]
+    assert "charset" in problem["detail"] or "more than 65536 bytes" in problem["detail"]
     assert_no_error_logged(logged)
     assert (await client.get(path, headers=headers)).json()["items"] == []
 
@@ -195,6 +209,15 @@ async def test_a_form_part_that_cannot_be_decoded_is_a_400_problem(
     )
     assert stored.status_code == 201, stored.text
     assert stored.json()["attachment_type"] == "school report"
+    latin = (
+        b'Content-Disposition: form-data; name="attachment_type"\r\n'
+        b"Content-Type: text/plain; charset=ISO-8859-1\r\n\r\nbulletin scolaire \xe9t\xe9"
+    )
+    stored = await client.post(
+        path, content=multipart(latin), headers={**headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+    )
+    assert stored.status_code == 201, stored.text
+    assert stored.json()["attachment_type"] == "bulletin scolaire \u00e9t\u00e9"
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from litestar import HttpMethod, Request, Response, get
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
-from litestar.exceptions import ClientException, HTTPException
+from litestar.exceptions import HTTPException
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, FromQuery, MultipartBody
 from litestar.response import Stream
@@ -29,6 +29,7 @@ from craig.domain.file_types import download_name
 from craig.entrypoints.http import request_transaction
 from craig.entrypoints.http.api_contract import answers
 from craig.entrypoints.http.dependencies import Me, Paging
+from craig.entrypoints.http.form import read_form
 from craig.entrypoints.http.head import answers_head
 from craig.entrypoints.http.pagination import keyset_of, legacy_page, next_page
 from craig.entrypoints.http.routes.case_views import (
@@ -112,10 +113,11 @@ class AttachmentUploadRoute(HTTPRouteHandler):
 
 
 async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, Any]) -> Any:
-    """Reads the multipart form before Litestar extracts ``data`` (it reuses the parsed form), so
-    that a text part Litestar cannot decode (bytes that are not in the part's charset, or a
-    charset Python does not know) is a 400 ``invalid-request``, not a ``UnicodeDecodeError`` or
-    ``LookupError`` (500). A body that is not ``multipart/form-data`` is refused first, as a
+    """Reads the multipart form before Litestar extracts ``data`` (it reuses the parsed form), with
+    :func:`~craig.entrypoints.http.form.read_form`: a text part in a charset other than UTF-8,
+    US-ASCII or ISO-8859-1, longer than 64 KiB, or not in its charset is a 400
+    ``invalid-request`` (Litestar decoded any charset named, the slowest on the event loop, and
+    some raised a 500). A body that is not ``multipart/form-data`` is refused first, as a
     415 ``unsupported-media-type`` like a JSON route's body sent as anything but JSON: Litestar
     would parse any body with a ``boundary`` parameter as a form, whatever its media type."""
     if outer is not None:
@@ -124,11 +126,9 @@ async def _read_form(outer: AsyncAnyCallable | None, request: Request[Any, Any, 
             return answer
     if request.content_type[0] != RequestEncodingType.MULTI_PART:
         raise HTTPException(status_code=415, detail=_SEND_AS_FORM)
-    if request.content_type[1].get("boundary"):
-        try:
-            await request.form()
-        except (UnicodeError, LookupError):
-            raise ClientException("a text part of the form cannot be decoded in its charset") from None
+    boundary = request.content_type[1].get("boundary")
+    if boundary:
+        await read_form(request, boundary)
     return None
 
 
