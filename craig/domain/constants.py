@@ -233,6 +233,10 @@ ATTACHMENT_SCAN_INTERVAL: Final = timedelta(minutes=5)
 #: Multipart framing accepted on top of ``attachments.max_bytes`` (boundaries, part headers,
 #: the ``attachment_type`` field): the upload route's own request body limit.
 ATTACHMENT_MULTIPART_OVERHEAD_BYTES: Final = 64 * 1024
+#: The largest archive directory an office document (DOCX, XLSX, PPTX, ODT, ODS) may have: its
+#: entries and its size in bytes. Real documents hold tens to a few thousand parts.
+ZIP_MAX_ENTRIES: Final = 10_000
+ZIP_MAX_DIRECTORY_BYTES: Final = 2 * 1024 * 1024
 #: The most a text part (no filename) of an uploaded form may hold: its fields are short.
 FORM_TEXT_PART_MAX_BYTES: Final = 64 * 1024
 #: Longest stored file name in UTF-8 bytes: filesystems allow 255 per name, and the
