@@ -231,19 +231,34 @@ def multipart_parts(content_type: str, body: bytes) -> list[Part]:
     boundary = dict(params).get("boundary")
     if not boundary:
         raise ValueError("multipart body without boundary")
-    delimiter = b"--" + boundary.encode("utf-8", "surrogateescape")
-    chunks = body.split(delimiter, FINGERPRINT_MULTIPART_MAX_PARTS + 1)
-    if len(chunks) < 3:
-        raise ValueError("multipart body without parts")
+    # As RFC 2046 and the form parser read it: the first boundary opens the body or follows a
+    # CRLF (after a preamble), every later one follows a CRLF, which belongs to it, and a part's
+    # content runs up to there. Splitting on the bare boundary anywhere once gave one
+    # fingerprint to two bodies the parser read as different forms: a file replayed as stored
+    # that never was. Whatever is not so (padding after a boundary, no closing one) is not read
+    # here: the body is then fingerprinted as raw bytes.
+    opening = b"--" + boundary.encode("utf-8", "surrogateescape")
+    delimiter = b"\r\n" + opening
+    if body.startswith(opening):
+        rest = body[len(opening) :]
+    else:
+        first = body.find(delimiter)
+        if first < 0:
+            raise ValueError("multipart body without a boundary")
+        rest = body[first + len(delimiter) :]
+    chunks = rest.split(delimiter, FINGERPRINT_MULTIPART_MAX_PARTS + 1)
+    if len(chunks) < 2 or not chunks[-1].startswith(b"--"):
+        raise ValueError("multipart body without parts, or without its closing boundary")
     parts: list[Part] = []
     header_bytes = 0
-    for chunk in chunks[1:]:
+    for chunk in chunks:
         if chunk.startswith(b"--"):
             break
         if len(parts) == FINGERPRINT_MULTIPART_MAX_PARTS:
             raise ValueError(f"more than {FINGERPRINT_MULTIPART_MAX_PARTS} parts")
-        chunk = chunk.removeprefix(b"\r\n").removesuffix(b"\r\n")
-        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not chunk.startswith(b"\r\n"):
+            raise ValueError("a multipart boundary not followed by its line break")
+        head, sep, content = chunk[2:].partition(b"\r\n\r\n")
         if not sep:
             raise ValueError("multipart part without header block")
         header_bytes += len(head)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 from decimal import Decimal
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from multipart import MultipartSegment, PushMultipartParser  # type: ignore[import-untyped]
 
 from craig.domain.constants import FINGERPRINT_NUMBER_MAX_PADDING_ZEROS
 from craig.domain.fingerprint import (
@@ -336,3 +338,34 @@ def test_a_multipart_body_the_tokenizer_refuses_is_fingerprinted_as_raw_bytes() 
     huge_headers = _upload("BOUNDARY12", "a" * 70_000, "quoted")  # more part headers than any form needs
     for body in (unterminated, huge_headers):
         assert fingerprint(content_type, body) == fingerprint("application/octet-stream", body)
+
+
+def _parsed(boundary: bytes, body: bytes) -> list[Any]:
+    """What the form parser (the one Litestar and Craig's form reader use) finds in ``body``."""
+    parser = PushMultipartParser(boundary)
+    found: list[Any] = []
+    for part in [*parser.parse(body), *parser.parse(b"")]:
+        if isinstance(part, MultipartSegment):
+            found.append((part.name, part.filename))
+        elif part:
+            found.append(bytes(part))
+    return found
+
+
+def test_bodies_the_form_parser_reads_differently_never_share_a_fingerprint() -> None:
+    """Split on the bare boundary anywhere, a body lacking the CRLF before its second boundary
+    fingerprinted as the proper one, while the parser read a 136-byte file and no type where
+    the proper body holds a 40-byte file and the type ``photo``: under one Idempotency-Key the
+    second upload was answered the first one's 201 and never stored."""
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    file_part = b'Content-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'
+    type_part = b'Content-Disposition: form-data; name="attachment_type"\r\n\r\nphoto'
+    proper = b"--XyZ\r\n" + file_part + png + b"\r\n--XyZ\r\n" + type_part + b"\r\n--XyZ--\r\n"
+    sloppy = b"--XyZ\r\n" + file_part + png + b"--XyZ\r\n" + type_part + b"\r\n--XyZ--\r\n"
+    assert _parsed(b"XyZ", proper) != _parsed(b"XyZ", sloppy)
+    content_type = "multipart/form-data; boundary=XyZ"
+    assert fingerprint(content_type, proper) != fingerprint(content_type, sloppy)
+    # What the parser reads alike still fingerprints alike: a preamble, an epilogue.
+    for same in (b"a preamble\r\n" + proper, proper + b"an epilogue"):
+        assert _parsed(b"XyZ", same) == _parsed(b"XyZ", proper)
+        assert fingerprint(content_type, same) == fingerprint(content_type, proper)
