@@ -6,7 +6,7 @@ import functools
 import ipaddress
 import re
 from datetime import datetime
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 from uuid import UUID
 
 import attrs
@@ -180,11 +180,21 @@ def _without_credentials(field: str, url: str) -> str:
 
 def shown_url(url: str) -> str:
     """``url`` as it may be shown to anyone who may list partners: any user name or password in
-    it (a partner registered before they were refused) replaced by ``***``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    it (a partner registered before they were refused) replaced by ``***``. Read as text, not
+    with ``urlsplit``: a URL stored before the rules may be one it refuses (``https://[::1``)."""
+    if "@" not in url:
         return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+    found = _AUTHORITY.match(url)
+    if found is None:
+        return "***"  # not a URL at all: nothing of it is shown
+    scheme, authority, rest = found.groups()
+    if "@" not in authority:
+        return url
+    return f"{scheme}***@{authority.rpartition('@')[2]}{rest}"
+
+
+#: A URL's scheme with ``//``, its authority (up to the first ``/``, ``?`` or ``#``), the rest.
+_AUTHORITY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)(.*)", re.DOTALL)
 
 
 def new_partner(
