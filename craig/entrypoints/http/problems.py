@@ -40,6 +40,8 @@ PROBLEM_JSON = "application/problem+json"
 #: such a request is counted and logged with nginx's 499 (client closed request), not as a 500.
 CLIENT_GONE_KEY = "craig.client_gone"
 CLIENT_CLOSED_REQUEST = 499
+#: What Litestar's 500 says when the client disconnected before the end of the body.
+_CLIENT_DISCONNECTED = "client disconnected prematurely"
 TYPE_PATH = "/problems/"
 
 
@@ -273,8 +275,13 @@ def _http(request: Request[Any, Any, Any], error: HTTPException) -> Response[byt
         415: "unsupported-media-type",
         429: "rate-limited",
     }.get(status, "http-error")
-    if status == HTTP_500_INTERNAL_SERVER_ERROR and request.scope.get(CLIENT_GONE_KEY):
-        # Litestar's 500 for a body that ended in a disconnect: no defect, and no one to answer
+    if (
+        status == HTTP_500_INTERNAL_SERVER_ERROR
+        and request.scope.get(CLIENT_GONE_KEY)
+        and error.detail == _CLIENT_DISCONNECTED
+    ):
+        # Litestar's 500 for a body that ended in a disconnect: no defect, and no one to answer.
+        # Any other 500 (a defect met after the client left) is still logged as one.
         log.info("client disconnected before the end of its body", path=request.url.path, method=request.method)
         return Response(b"", status_code=CLIENT_CLOSED_REQUEST)
     if status >= HTTP_500_INTERNAL_SERVER_ERROR:
