@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_serve_embedded import CRAIG, _env, _wait_ready
+from tests.e2e.test_serve_embedded import CRAIG, _env, _wait_ready, serve
 from tests.support.apps import free_port
 
 pytestmark = pytest.mark.e2e
@@ -41,14 +41,7 @@ def test_the_readme_walkthrough_runs_against_craig_serve(tmp_path: Path) -> None
     data_dir = root / "craig-data"
     port = free_port()
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [CRAIG, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=_env(data_dir),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = serve(data_dir, port, log)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(base, process, log)

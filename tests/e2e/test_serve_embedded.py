@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.support.apps import free_port
+from tests.support.logs import wait_for_line
 
 pytestmark = pytest.mark.e2e
 
@@ -42,18 +43,35 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> httpx
     pytest.fail(f"craig serve never became ready:\n{log.read_text()}")
 
 
-def test_serve_embedded_then_mint_a_token_and_call_v1(tmp_path: Path) -> None:
-    data_dir = tmp_path / "craig-data"
-    port = free_port()
-    log = tmp_path / "serve.log"
+def serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """``craig serve`` on the embedded profile in ``data_dir``, its output in ``log``."""
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             [CRAIG, "serve", "--host", "127.0.0.1", "--port", str(port)],
             env=_env(data_dir),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+def mint_token(data_dir: Path, sub: uuid.UUID) -> str:
+    """A case worker's token from ``craig token`` (Ann Example), signed with the server's secret."""
+    minted = subprocess.run(
+        [CRAIG, "token", "--sub", str(sub), "--role", "caseworker", "--name", "Ann Example"],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return minted.stdout.strip()
+
+
+def test_serve_embedded_then_mint_a_token_and_call_v1(tmp_path: Path) -> None:
+    data_dir = tmp_path / "craig-data"
+    port = free_port()
+    log = tmp_path / "serve.log"
+    process = serve(data_dir, port, log)
     base = f"http://127.0.0.1:{port}"
     try:
         ready = _wait_ready(base, process, log)
@@ -64,14 +82,7 @@ def test_serve_embedded_then_mint_a_token_and_call_v1(tmp_path: Path) -> None:
         assert secret.stat().st_mode & 0o777 == 0o600
 
         sub = uuid.uuid4()
-        minted = subprocess.run(
-            [CRAIG, "token", "--sub", str(sub), "--role", "caseworker", "--name", "Ann Example"],
-            env=_env(data_dir),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        token = minted.stdout.strip()
+        token = mint_token(data_dir, sub)
         me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"}, timeout=10)
         assert me.status_code == 200
         assert me.json() == {"sub": str(sub), "name": "Ann Example", "role": "caseworker"}
@@ -110,23 +121,10 @@ def test_a_second_ctrl_c_closes_connections_but_still_stops_the_workers_in_order
     data_dir = tmp_path / "craig-data"
     port = free_port()
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [CRAIG, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=_env(data_dir),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = serve(data_dir, port, log)
     try:
         _wait_ready(f"http://127.0.0.1:{port}", process, log)
-        token = subprocess.run(
-            [CRAIG, "token", "--sub", str(uuid.uuid4()), "--role", "caseworker", "--name", "Ann Example"],
-            env=_env(data_dir),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        token = mint_token(data_dir, uuid.uuid4())
         # A request in flight: its body never ends, so the first Ctrl-C waits for it.
         with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
             client.sendall(
@@ -136,7 +134,7 @@ def test_a_second_ctrl_c_closes_connections_but_still_stops_the_workers_in_order
             )
             time.sleep(0.5)  # the handler is waiting for the rest of the body
             process.send_signal(signal.SIGINT)
-            _wait_for_line(log, "Waiting for connections to close", process)
+            wait_for_line(process, log, "Waiting for connections to close")
             process.send_signal(signal.SIGINT)
             process.wait(timeout=60)
     finally:
@@ -148,11 +146,3 @@ def test_a_second_ctrl_c_closes_connections_but_still_stops_the_workers_in_order
     assert "forced to quit" in text and "workers stopped" in text, text
     assert "Traceback" not in text, text
     assert not (data_dir / "pg" / "postmaster.pid").exists()
-
-
-def _wait_for_line(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while line not in log.read_text():
-        if process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"no {line!r} in the log:\n{log.read_text()}")
-        time.sleep(0.05)

@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.test_metrics import requests
 from tests.support import apps
 from tests.support.apps import serving
+from tests.support.metrics import http_requests_counted
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ _SAME = ("content-length", "content-type", "etag", "cache-control", "x-content-t
 
 
 async def test_head_answers_as_get_does_without_content(tmp_path: Path) -> None:
-    before = requests("HEAD", "/v1/cases/{case_id}", 200)
+    before = http_requests_counted("HEAD", "/v1/cases/{case_id}", 200)
     async with serving("memory", tmp_path) as (container, client):
         headers = apps.auth(container)
         opened = await client.post("/v1/cases", json={"title": "t"}, headers=headers)
@@ -65,7 +65,7 @@ async def test_head_answers_as_get_does_without_content(tmp_path: Path) -> None:
     head_block, _, after = raw.partition(b"\r\n\r\n")
     assert head_block.startswith(b"HTTP/1.1 200") and int(_header(head_block, b"content-length")) > 1000
     assert after == b""
-    assert requests("HEAD", "/v1/cases/{case_id}", 200) == before + 1  # counted as what it was
+    assert http_requests_counted("HEAD", "/v1/cases/{case_id}", 200) == before + 1  # counted as what it was
 
 
 def _header(block: bytes, name: bytes) -> bytes:

@@ -27,10 +27,10 @@ import jwt
 import pytest
 
 from craig.domain.access import Role
-from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from tests.support.apps import auth, serving
 from tests.support.logs import craig_logging, json_lines
+from tests.support.metrics import http_requests_counted
 from tests.support.problems import problem_code
 
 pytestmark = pytest.mark.integration
@@ -305,18 +305,13 @@ async def test_the_utf8_retry_of_a_refused_utf16_body_is_not_answered_the_refusa
 # --- 5. a client gone before the end of its body ---------------------------------------------
 
 
-def _counted(status: int) -> float:
-    labels = {"method": "POST", "route": "/v1/cases", "status": str(status)}
-    return metrics.REGISTRY.get_sample_value("craig_http_requests_total", labels) or 0.0
-
-
 @pytest.mark.parametrize("keyed", [False, True], ids=["without a key", "with an Idempotency-Key"])
 async def test_a_client_gone_before_the_end_of_its_body_is_a_499_not_a_500(
     api: tuple[Container, httpx.AsyncClient], logged: pytest.CaptureFixture[str], keyed: bool
 ) -> None:
     container, client = api
     family = f"Gone-{uuid.uuid4().hex[:8]}"
-    before = {status: _counted(status) for status in (499, 500)}
+    before = {status: http_requests_counted("POST", "/v1/cases", status) for status in (499, 500)}
     head = [
         "POST /v1/cases HTTP/1.1",
         "Host: craig",
@@ -333,11 +328,11 @@ async def test_a_client_gone_before_the_end_of_its_body_is_a_499_not_a_500(
     writer.close()
     await writer.wait_closed()
     for _ in range(200):
-        if _counted(499) > before[499]:
+        if http_requests_counted("POST", "/v1/cases", 499) > before[499]:
             break
         await asyncio.sleep(0.05)
-    assert _counted(499) == before[499] + 1
-    assert _counted(500) == before[500]
+    assert http_requests_counted("POST", "/v1/cases", 499) == before[499] + 1
+    assert http_requests_counted("POST", "/v1/cases", 500) == before[500]
     listed = await client.get("/v1/cases", params={"family_name": family}, headers=auth(container))
     assert listed.status_code == 200 and listed.json()["items"] == []
     assert_no_error_logged(logged)

@@ -20,16 +20,10 @@ from craig.entrypoints.settings import HttpSettings
 from tests.integration.test_operator_counts import HISTORY, HISTORY_TABLES, fill
 from tests.support import apps
 from tests.support.apps import live_server, make_container, make_settings, serving
+from tests.support.metrics import http_requests_counted
 from tests.support.plans import capturing_statements, explain_captured, plan_nodes, rows_examined
 
 pytestmark = pytest.mark.integration
-
-
-def requests(method: str, route: str, status: int) -> float:
-    value = metrics.REGISTRY.get_sample_value(
-        "craig_http_requests_total", {"method": method, "route": route, "status": str(status)}
-    )
-    return value or 0.0
 
 
 def durations(method: str, route: str) -> float:
@@ -41,11 +35,11 @@ def durations(method: str, route: str) -> float:
 
 async def test_each_request_is_counted_once_with_the_status_it_got(tmp_path: Path) -> None:
     before = {
-        "401": requests("GET", "/v1/cases", 401),
-        "404": requests("GET", metrics.UNMATCHED_ROUTE, 404),
-        "405": requests("DELETE", metrics.UNMATCHED_ROUTE, 405),
-        "500": requests("GET", "/v1/cases", 500),
-        "200": requests("GET", "/v1/cases/{case_id}", 200),
+        "401": http_requests_counted("GET", "/v1/cases", 401),
+        "404": http_requests_counted("GET", metrics.UNMATCHED_ROUTE, 404),
+        "405": http_requests_counted("DELETE", metrics.UNMATCHED_ROUTE, 405),
+        "500": http_requests_counted("GET", "/v1/cases", 500),
+        "200": http_requests_counted("GET", "/v1/cases/{case_id}", 200),
         "durations": durations("GET", "/v1/cases"),
     }
     async with serving("memory", tmp_path) as (container, client):
@@ -61,11 +55,13 @@ async def test_each_request_is_counted_once_with_the_status_it_got(tmp_path: Pat
         scrape = await client.get("/metrics")
         scraped = scrape.text
     assert scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"  # one charset
-    assert requests("GET", "/v1/cases", 401) == before["401"] + 1
-    assert requests("GET", metrics.UNMATCHED_ROUTE, 404) == before["404"] + 2  # one label for every unknown path
-    assert requests("DELETE", metrics.UNMATCHED_ROUTE, 405) == before["405"] + 1
-    assert requests("GET", "/v1/cases", 500) == before["500"]  # the 401 is not counted as a 500
-    assert requests("GET", "/v1/cases/{case_id}", 200) == before["200"] + 1  # the template, not the id
+    assert http_requests_counted("GET", "/v1/cases", 401) == before["401"] + 1
+    assert (
+        http_requests_counted("GET", metrics.UNMATCHED_ROUTE, 404) == before["404"] + 2
+    )  # one label for every unknown path
+    assert http_requests_counted("DELETE", metrics.UNMATCHED_ROUTE, 405) == before["405"] + 1
+    assert http_requests_counted("GET", "/v1/cases", 500) == before["500"]  # the 401 is not counted as a 500
+    assert http_requests_counted("GET", "/v1/cases/{case_id}", 200) == before["200"] + 1  # the template, not the id
     assert durations("GET", "/v1/cases") == before["durations"] + 1
     for name in (
         "craig_http_requests_total",

@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 
 from craig.adapters.postgres.migrations import MIGRATIONS_DIR, head_revision
 from craig.domain.constants import INBOX_MAX_RETRIES
+from tests.support.logs import wait_for_line
 from tests.support.services import BrokerNames, SeaweedS3, fetch, free_port, public_tables, scratch_database
 from tests.support.wheel_venv import CHECKOUT, InstalledWheel, build_wheel, clean_environment, install_wheel
 
@@ -226,14 +227,3 @@ def wait_until_ready(base: str, process: Popen[bytes], log: Path) -> httpx.Respo
             pass
         time.sleep(0.2)
     pytest.fail(f"craig serve never became ready:\n{log.read_text()}")
-
-
-def wait_for_line(process: Popen[bytes], log: Path, text: str) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if text in log.read_text():
-            return
-        if process.poll() is not None:
-            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()}")
-        time.sleep(0.2)
-    pytest.fail(f"{process.args} never logged {text!r}:\n{log.read_text()}")

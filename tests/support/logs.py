@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import pytest
 import structlog
 
 from craig.entrypoints.logging import configure_logging
@@ -37,3 +41,15 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     """Every line of ``text`` that is a JSON object (each must be: one line, one object)."""
     lines = [line for line in text.splitlines() if line.strip()]
     return [json.loads(line) for line in lines]
+
+
+def wait_for_line(process: subprocess.Popen[bytes], log: Path, text: str, timeout: float = 90.0) -> None:
+    """Until ``text`` is in ``log``, the output file of ``process``; fails if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in log.read_text():
+            return
+        if process.poll() is not None:
+            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()}")
+        time.sleep(0.05)
+    pytest.fail(f"{process.args} never logged {text!r}:\n{log.read_text()}")

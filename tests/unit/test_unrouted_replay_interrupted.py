@@ -4,8 +4,6 @@ again: it printed nothing, and an operator could only guess what had reached the
 from __future__ import annotations
 
 import asyncio
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +15,9 @@ from craig.entrypoints.cli.unrouted import replay_unrouted
 from craig.ports.messaging import Subscription
 from craig.ports.unit_of_work import UnitOfWork
 from tests.support.apps import make_container, make_settings
+from tests.support.probe import probe_event
 
 pytestmark = pytest.mark.unit
-
-
-def _event() -> EventEnvelope:
-    return EventEnvelope(
-        id=uuid.uuid4(),
-        source="craig-tests",
-        type="late.arrival",
-        occurred_at=datetime.now(UTC),
-        payload={"x": 1},
-        aggregate_type="test",
-        aggregate_id="agg",
-    )
 
 
 async def _take(_envelope: EventEnvelope, _uow: UnitOfWork) -> None:
@@ -43,10 +30,10 @@ async def test_an_interrupted_replay_prints_what_it_published(
     container = make_container(make_settings("memory", tmp_path))
     bus = container.event_bus()
     await bus.connect([])
-    events = [_event() for _ in range(4)]
+    events = [probe_event(f"late-{n}") for n in range(4)]
     for envelope in events:
         await bus.publish(envelope)  # no consumer yet: kept as unrouted
-    container.subscriptions.override(providers.Object([Subscription("late", ("late.*",), _take)]))
+    container.subscriptions.override(providers.Object([Subscription("late", ("tests.*",), _take)]))
     published, stuck = [], asyncio.Event()
     publish = bus.publish
 

@@ -237,13 +237,13 @@ class InboxUnroutedEvents(UnroutedEvents):
             page = min(UNROUTED_TAKE_PAGE_ROWS, UNROUTED_SCAN_MAX_EVENTS - scanned)
             rows = await self.inbox.waiting_rows(UNROUTED, page, after=after)
             for row in rows:
-                event = _unrouted(row)
                 if len(removed) >= limit:
                     break
+                if wanted is not None and row.event_id not in wanted:
+                    continue
                 # The row is the event: removed once handled (a crash in between offers it again,
                 # and a replay's re-publish is deduplicated by the consumers' inbox rows).
-                if wanted is not None and event.event_id not in wanted:
-                    continue
+                event = _unrouted(row)
                 if await handle(event) and await self.inbox.delete_waiting(UNROUTED, event.event_id):
                     removed.append(event)
             if len(rows) < page:

@@ -38,8 +38,8 @@ from craig.domain.constants import FORM_TEXT_PART_MAX_BYTES
 TEXT_CHARSETS = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1"})
 
 
-async def read_form(request: Request[Any, Any, Any], boundary: str) -> dict[str, Any]:
-    """The form of ``request`` (see the module), also kept as Litestar's parsed form."""
+async def read_form(request: Request[Any, Any, Any], boundary: str) -> None:
+    """Read the form of ``request`` (see the module) into Litestar's parsed form."""
     fields: defaultdict[str, list[Any]] = defaultdict(list)
     data: UploadFile | bytearray = bytearray()
     segment: MultipartSegment | None = None
@@ -88,9 +88,8 @@ async def read_form(request: Request[Any, Any, Any], boundary: str) -> dict[str,
     except BaseException:
         await _close(data, fields)
         raise
-    form = {name: values if len(values) > 1 else values[0] for name, values in fields.items()}
-    request._connection_state.form = form  # Litestar's own cache: request.form() reads it
-    return form
+    # Litestar's own cache, in Litestar's shape: request.form() and the route's ``data`` read it
+    request._connection_state.form = {name: values if len(values) > 1 else values[0] for name, values in fields.items()}
 
 
 def _check_charset(segment: MultipartSegment) -> None:

@@ -114,9 +114,7 @@ def anonymous_entry(
     )
 
 
-def replay_entry(
-    principal: Principal | None, method: str, path: str, case_id: UUID | None, status: int = 200
-) -> AuditEntry:
+def replay_entry(principal: Principal | None, method: str, path: str, case_id: UUID | None, status: int) -> AuditEntry:
     """An idempotent replay: the stored answer (of ``status``) to ``method path`` served again.
     A stored refusal (403, or 404 for a record the actor may not see or that does not exist) is
     ``denied``, as its first answer was: a retried refusal is still a refused attempt."""

@@ -9,13 +9,12 @@ from craig.domain.access import Principal
 from craig.domain.audit import AuditAction
 from craig.domain.keyset import Keyset, KeysetPage
 from craig.domain.placements import Placement, PlacementStatus, UnknownFosterHome
-from craig.ports.cases import HasCases
 from craig.ports.placements import HasFosterHomes, HasPlacements
 from craig.usecases.audit.record import AuditWork, record, refusals_recorded
 from craig.usecases.audit.resource_types import PLACEMENT
 
 
-class ListHomePlacementsWork(AuditWork, HasCases, HasFosterHomes, HasPlacements, Protocol):
+class ListHomePlacementsWork(AuditWork, HasFosterHomes, HasPlacements, Protocol):
     """The unit of work :class:`ListHomePlacements` uses."""
 
 
