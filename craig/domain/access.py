@@ -38,6 +38,16 @@ class Principal:
         """A screener opens cases for others when it screens a referral in; it does not keep them."""
         return self.role is not Role.SCREENER
 
+    def require_may_assign_on_opening(self, worker: UUID | None) -> None:
+        """Whoever opens a case may name the worker it goes to, but one that does not keep the
+        cases it opens (a screener) may not name itself: that would give it the case for good,
+        which only a supervisor's assignment may do."""
+        if worker == self.sub and not self.sees_cases_it_created:
+            raise Forbidden(
+                f"a {self.role} does not keep the cases it opens: name another worker in assign_to, "
+                "or leave it out for a supervisor to assign"
+            )
+
     def require(self, *roles: Role) -> None:
         """Raise :class:`Forbidden` unless the principal has one of ``roles``."""
         if self.role not in roles:

@@ -113,6 +113,22 @@ async def test_screening_in_opens_a_linked_case(api: CaseworkApi) -> None:
     ]
 
 
+async def test_a_screener_naming_itself_in_assign_to_is_refused_and_keeps_no_case(api: CaseworkApi) -> None:
+    referral = await api.referral()
+    path = f"/v1/referrals/{referral}"
+    headers = {**api.screener.headers, "If-Match": await api.etag(path, api.screener)}
+    body = {"decision": "screen_in", "case": {"title": "Tom"}, "assign_to": str(api.screener.sub)}
+    refused = await api.client.post(f"{path}/screening", json=body, headers=headers)
+    assert refused.status_code == 403 and problem_type(refused) == "forbidden", refused.text
+    assert "does not keep the cases it opens" in refused.json()["detail"]
+    assert (await api.client.get(path, headers=api.screener.headers)).json()["status"] == "new"
+    mine = await api.client.get("/v1/cases?assigned_to=me", headers=api.screener.headers)
+    assert mine.status_code == 200 and mine.json()["items"] == []
+    # Another worker may be named, as the screening route always allowed.
+    done = await api.client.post(f"{path}/screening", json={**body, "assign_to": str(api.worker.sub)}, headers=headers)
+    assert done.status_code == 201, done.text
+
+
 async def test_screening_out_closes_the_referral_with_its_reason(api: CaseworkApi) -> None:
     referral = await api.referral()
     path = f"/v1/referrals/{referral}/screening"

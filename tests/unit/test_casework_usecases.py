@@ -98,6 +98,17 @@ async def test_screening_in_opens_a_linked_case_for_the_assigned_worker_only(wor
     assert types[-3:] == ["cases.case_opened", "cases.case_assigned", "intake.referral_screened_in"]
 
 
+async def test_a_screener_may_not_assign_itself_the_case_it_opens(world: World) -> None:
+    referral = await a_referral(world)
+    screener = person(Role.SCREENER, "Sam")
+    with pytest.raises(Forbidden, match="does not keep the cases it opens"):
+        await screen(world)(screener, referral.id, ScreenIn(title="Tom's family", assign_to=screener.sub), ANY)
+    assert (await GetReferral(world.uow(), world.clock, TIMES)(screener, referral.id)).referral.status == "new"
+    sup = person(Role.SUPERVISOR, "Sue")  # one who sees every case anyway may take it
+    done = await screen(world)(sup, referral.id, ScreenIn(title="Tom's family", assign_to=sup.sub), ANY)
+    assert done.case is not None and done.case.assigned_workers == {sup.sub}
+
+
 async def test_screening_out_needs_a_reason_and_a_fresh_version(world: World) -> None:
     referral = await a_referral(world, None)
     sup = person(Role.SUPERVISOR)

@@ -57,7 +57,8 @@ class Screened:
 
 
 class ScreenReferral:
-    """403 for a case worker, 404 for an unknown referral, 409 when it was screened already
+    """403 for a case worker and for a screener naming itself in ``assign_to``, 404 for an
+    unknown referral, 409 when it was screened already
     (checked before ``if_match``: a stale client learns who was first), 412 for a stale
     ``if_match``, 422 for a bad title or reason.
 
@@ -79,6 +80,8 @@ class ScreenReferral:
         self, principal: Principal, referral_id: UUID, decision: ScreenIn | ScreenOut, if_match: IfMatch
     ) -> Screened:
         principal.require(*SCREENING_ROLES)
+        if isinstance(decision, ScreenIn):
+            principal.require_may_assign_on_opening(decision.assign_to)
         async with self.uow:
             referral = await self.uow.referrals.get_for_update(referral_id)
             if referral is None:
