@@ -70,7 +70,16 @@ class AuditAction(enum.StrEnum):
 
 
 #: Actions that change nothing; a case's history leaves them out.
-READ_ACTIONS: frozenset[AuditAction] = frozenset({AuditAction.READ, AuditAction.LIST, AuditAction.SEARCH})
+READ_ACTIONS: frozenset[AuditAction] = frozenset(
+    {
+        AuditAction.READ,
+        AuditAction.LIST,
+        AuditAction.SEARCH,
+        # A file served, and a stored answer sent again: reads, whoever did them.
+        AuditAction.DOWNLOAD,
+        AuditAction.REPLAY,
+    }
+)
 OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
     {
         AuditAction.DLX_REPLAY,
@@ -188,8 +197,10 @@ class AuditEntry:
 
     @property
     def is_change(self) -> bool:
-        """True for every action but a read or a list (what a case's history shows)."""
-        return self.action not in READ_ACTIONS
+        """True for an allowed action other than a read (what a case's history shows): a refused
+        attempt changed nothing, and who tried is for supervisors to see (``GET /v1/audit``), not
+        for every worker on the case."""
+        return self.outcome is AuditOutcome.ALLOWED and self.action not in READ_ACTIONS
 
     def written_at(self, at: datetime) -> AuditEntry:
         """This entry as written: stamped ``at`` by the database, not sealed yet. Its other

@@ -37,7 +37,7 @@ def _resource_type(value: str | None) -> str | None:
 @attrs.frozen(kw_only=True)
 class AuditFilter:
     """Every field set must match. ``since`` is inclusive, ``until`` exclusive (``at``).
-    ``changes_only`` leaves out reads, lists and searches (a case's history)."""
+    ``changes_only`` keeps only allowed changes (a case's history; :attr:`AuditEntry.is_change`)."""
 
     case_id: UUID | None = None
     actor: UUID | None = None

@@ -139,14 +139,22 @@ async def test_lists_filter_and_page_newest_first(backend: Backend, chain: Audit
     assert [len(p) for p in pages] == [3, 3, 1] and [i for p in pages for i in p] == [e.id for e in newest_first]
 
 
-async def test_a_case_history_leaves_out_reads_lists_and_other_cases(backend: Backend) -> None:
+async def test_a_case_history_leaves_out_reads_refusals_and_other_cases(backend: Backend) -> None:
     case = uuid.uuid4()
-    await record(backend.uow(), entry("read", case_id=case), entry("list", case_id=case))
+    await record(
+        backend.uow(),
+        entry("read", case_id=case),
+        entry("list", case_id=case),
+        entry("search", case_id=case),
+        entry("download", "attachment", case_id=case),
+        entry("replay", "request", case_id=case),
+        entry("close", case_id=case, outcome="denied"),
+    )
     changes = await record(
         backend.uow(),
         entry("update", case_id=case, changed_fields=["title"]),
         entry("upload", "attachment", case_id=case),
-        entry("close", case_id=case, outcome="denied"),
+        entry("assign", case_id=case),
     )
     await record(backend.uow(), entry("update", case_id=uuid.uuid4()))
     async with backend.uow() as uow:

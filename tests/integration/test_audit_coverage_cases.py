@@ -295,12 +295,25 @@ async def test_attachments_uploaded_read_listed_and_downloaded_are_recorded(api:
 
 async def test_a_case_history_shows_the_changes_to_the_case_its_contacts_and_attachments(api: Api) -> None:
     case_id = (await api.case())["id"]
-    contact_id = (await api.contact(case_id))["id"]
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    contacts = f"/v1/cases/{case_id}/contacts"
+    contact_id = (await api.call("POST", contacts, api.ann, json=CONTACT_BODY, headers=key))[0].json()["id"]
     attachments = f"/v1/cases/{case_id}/contacts/{contact_id}/attachments"
     uploaded, _ = await api.call("POST", attachments, api.ann, files={"file": ("p.png", PNG, "image/png")})
-    await api.call("GET", f"/v1/cases/{case_id}", api.ann)
+    etag = (await api.call("GET", f"/v1/cases/{case_id}", api.ann))[0].headers["etag"]
     await api.call("GET", attachments, api.ann)
+    # Reads of every kind and refused attempts are recorded, and left out of the history: a
+    # supervisor's download, a replay, another worker's refused read and refused change.
+    downloaded, _ = await api.call("GET", f"{attachments}/{uploaded.json()['id']}/content", api.sue)
+    replayed, _ = await api.call("POST", contacts, api.ann, json=CONTACT_BODY, headers=key)
+    assert downloaded.status_code == 200 and replayed.json()["id"] == contact_id
     await api.call("GET", f"/v1/cases/{case_id}", api.bob)
+    refused, _ = await api.call(
+        "PATCH", f"/v1/cases/{case_id}", api.bob, json={"title": "x"}, headers={"If-Match": etag}
+    )
+    assert refused.status_code == 404
+    recorded = {(e.action.value, e.outcome.value) for e in await api.entries(AuditFilter(case_id=uuid.UUID(case_id)))}
+    assert {("download", "allowed"), ("replay", "allowed"), ("update", "denied")} <= recorded
 
     history, _ = await api.call("GET", f"/v1/cases/{case_id}/history", api.ann)
     assert history.status_code == 200

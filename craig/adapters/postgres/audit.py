@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from craig.adapters.postgres.database import PostgresDatabase
 from craig.adapters.postgres.session import PostgresSession
-from craig.domain.audit import READ_ACTIONS, AuditEntry
+from craig.domain.audit import READ_ACTIONS, AuditEntry, AuditOutcome
 from craig.domain.audit_query import AuditCursor, AuditFilter, AuditPage
 from craig.ports.audit import AuditLog, AuditRepository
 
@@ -40,7 +40,9 @@ _CONDITIONS = {
     "until": "e.at < :until",
 }
 #: Fixed text from the closed vocabulary (never a client's value).
-_CHANGES_ONLY = "e.action NOT IN ({})".format(", ".join(f"'{action.value}'" for action in sorted(READ_ACTIONS)))
+_CHANGES_ONLY = "e.outcome = '{}' AND e.action NOT IN ({})".format(
+    AuditOutcome.ALLOWED.value, ", ".join(f"'{action.value}'" for action in sorted(READ_ACTIONS))
+)
 _BEFORE_CURSOR = "(e.at, e.id) < (:cursor_at, :cursor_id)"
 
 

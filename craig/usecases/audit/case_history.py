@@ -25,7 +25,8 @@ class ShowCaseHistory:
     async def __call__(
         self, principal: Principal, case_id: UUID, *, limit: int | None = None, cursor: str | None = None
     ) -> AuditPage:
-        """Every entry of the case but reads, lists and searches, newest first. Whoever may see
+        """Every allowed change of the case (no read, list, search, download or replay, and no
+        refused attempt), newest first. Whoever may see
         the case may see its history; for anyone else the case does not exist (:class:`NotFound`)."""
         size = page_size(limit)
         after = AuditCursor.decode(cursor) if cursor else None

@@ -133,8 +133,9 @@ async def show_case_history(
     cursor: FromQuery[str | None] = None,
 ) -> Response[AuditPageView]:
     """Who changed what and when in the case and its contacts, attachments and placements (the
-    names of changed fields, never their values); reads are not part of the history. For anyone
-    who may see the case; 404 otherwise."""
+    names of changed fields, never their values). Reads (downloads and replays included) and
+    refused attempts are not part of the history; supervisors see them in ``GET /v1/audit``.
+    For anyone who may see the case; 404 otherwise."""
     page = await show_case_history(principal, case_id, limit=limit, cursor=cursor)
     suffix = urlencode({"limit": limit}) + "&" if limit is not None else ""
     return _page(page, f"/v1/cases/{case_id}/history?{suffix}")
