@@ -393,6 +393,8 @@ PLACEMENT_TRANSACTION_MAX_ATTEMPTS: Final = 5
 #: Pause before retry n is n times this, scaled by a random factor in [1/2, 1].
 PLACEMENT_RETRY_BACKOFF: Final = timedelta(milliseconds=20)
 FOSTER_HOME_NAME_MAX_LENGTH: Final = 200
+#: A foster home's largest capacity: what its INT column holds (both profiles refuse more, 422).
+FOSTER_HOME_MAX_CAPACITY: Final = 2**31 - 1
 #: Homes at capacity listed by name in ``craig status`` (the count is always exact).
 STATUS_FULL_HOMES_SHOWN: Final = 10
 

@@ -13,10 +13,9 @@ from uuid import UUID
 import attrs
 
 from craig.domain import event_catalogue as catalogue
-from craig.domain.constants import FOSTER_HOME_NAME_MAX_LENGTH
 from craig.domain.errors import Conflict, InvalidInput
 from craig.domain.facts import Fact
-from craig.domain.placements import FosterHome, FosterHomeStatus
+from craig.domain.placements import FosterHome, FosterHomeStatus, home_capacity, home_name
 
 FOSTER_HOME_UPDATED: Final = catalogue.FOSTER_HOME_UPDATED.name
 
@@ -51,13 +50,9 @@ class FosterHomeChange:
     def parse(cls, *, name: str | None, capacity: int | None, status: str | None) -> FosterHomeChange:
         """Validate the shape; :class:`InvalidInput` (422)."""
         if name is not None:
-            name = name.strip()
-            if not name:
-                raise InvalidInput("name must not be empty")
-            if len(name) > FOSTER_HOME_NAME_MAX_LENGTH:
-                raise InvalidInput(f"name must be at most {FOSTER_HOME_NAME_MAX_LENGTH} characters")
-        if capacity is not None and (isinstance(capacity, bool) or capacity < 1):
-            raise InvalidInput("capacity must be an integer >= 1")
+            name = home_name(name)
+        if capacity is not None:
+            capacity = home_capacity(capacity)
         parsed = None
         if status is not None:
             try:

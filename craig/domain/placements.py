@@ -21,7 +21,7 @@ from uuid import UUID
 
 import attrs
 
-from craig.domain.constants import FOSTER_HOME_NAME_MAX_LENGTH
+from craig.domain.constants import FOSTER_HOME_MAX_CAPACITY, FOSTER_HOME_NAME_MAX_LENGTH
 from craig.domain.errors import Conflict, InvalidInput, NotFound
 
 
@@ -174,14 +174,25 @@ def require_open_home(home: FosterHome) -> None:
 
 def new_foster_home(*, id: UUID, name: str, capacity: int, created_by: UUID, now: datetime) -> FosterHome:
     """A validated, empty home; :class:`InvalidInput` (422) on a bad name or capacity."""
+    name, capacity = home_name(name), home_capacity(capacity)
+    return FosterHome(id=id, name=name, capacity=capacity, occupancy=0, created_by=created_by, created_at=now)
+
+
+def home_name(name: str) -> str:
+    """A home's name, trimmed; :class:`InvalidInput` (422) when empty or too long."""
     name = name.strip()
     if not name:
         raise InvalidInput("name must not be empty", field="name")
     if len(name) > FOSTER_HOME_NAME_MAX_LENGTH:
         raise InvalidInput(f"name must be at most {FOSTER_HOME_NAME_MAX_LENGTH} characters", field="name")
-    if isinstance(capacity, bool) or capacity < 1:
-        raise InvalidInput("capacity must be an integer >= 1", field="capacity")
-    return FosterHome(id=id, name=name, capacity=capacity, occupancy=0, created_by=created_by, created_at=now)
+    return name
+
+
+def home_capacity(capacity: int) -> int:
+    """A home's capacity; :class:`InvalidInput` (422) outside ``1..FOSTER_HOME_MAX_CAPACITY``."""
+    if isinstance(capacity, bool) or not 1 <= capacity <= FOSTER_HOME_MAX_CAPACITY:
+        raise InvalidInput(f"capacity must be an integer from 1 to {FOSTER_HOME_MAX_CAPACITY}", field="capacity")
+    return capacity
 
 
 def occupy(home: FosterHome) -> FosterHome:

@@ -70,6 +70,7 @@ class _Parser:
         then = item["then"]
         if not isinstance(then, str) or not 1 <= len(then) <= RULE_DECISION_MAX_LENGTH:
             raise InvalidRuleSet(f"{path}.then", f"the decision is a string of 1-{RULE_DECISION_MAX_LENGTH} characters")
+        _no_nul(then, f"{path}.then")
         return Rule(self.condition(item["when"], f"{path}.when", 1), then)
 
     def condition(self, node: Any, path: str, depth: int) -> Condition:
@@ -98,6 +99,7 @@ class _Parser:
         fact = node["fact"]
         if not isinstance(fact, str) or not 1 <= len(fact) <= RULE_FACT_NAME_MAX_LENGTH:
             raise InvalidRuleSet(f"{path}.fact", f"a fact name is a string of 1-{RULE_FACT_NAME_MAX_LENGTH} characters")
+        _no_nul(fact, f"{path}.fact")
         try:
             op = Op(node["op"])
         except (ValueError, TypeError):
@@ -115,6 +117,7 @@ class _Parser:
             return Compare(fact, op, self.value_list(value, f"{path}.value", op))
         if kind_of(value) is None:
             raise InvalidRuleSet(f"{path}.value", "a value is a number, a string, true, false or null")
+        _no_nul(value, f"{path}.value")
         if op in (Op.LT, Op.LE, Op.GT, Op.GE) and kind_of(value) not in ("number", "string"):
             raise InvalidRuleSet(f"{path}.value", f"{op.value} compares numbers or strings")
         return Compare(fact, op, value)
@@ -126,4 +129,13 @@ class _Parser:
         kinds = {kind_of(item) for item in value}
         if None in kinds or len(kinds) > 1:
             raise InvalidRuleSet(path, f"{op.value} needs values of one kind: numbers, strings, booleans or null")
+        for i, item in enumerate(value):
+            _no_nul(item, f"{path}[{i}]")
         return tuple(value)
+
+
+def _no_nul(value: Any, path: str) -> None:
+    """A NUL character in a string of the document is refused: PostgreSQL cannot store one in
+    JSON, so the memory profile refuses it too, with the same 422."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidRuleSet(path, "a string must not contain a NUL character (U+0000)")

@@ -273,6 +273,25 @@ async def test_finding_cases(api: CaseworkApi) -> None:
     assert "link" not in follow.headers
 
 
+async def test_a_capacity_beyond_what_postgresql_stores_is_the_same_422_on_both_profiles(api: CaseworkApi) -> None:
+    too_many = 2**31  # one more than the INT column holds
+    created = await api.client.post(
+        "/v1/foster-homes", json={"name": "Oak", "capacity": too_many}, headers=api.supervisor.headers
+    )
+    assert created.status_code == 422 and "capacity must be an integer from 1 to 2147483647" in created.text
+    home = await api.home(capacity=2)
+    path = f"/v1/foster-homes/{home['id']}"
+    changed = await api.client.patch(
+        path, json={"capacity": too_many}, headers={**api.supervisor.headers, "If-Match": await api.etag(path)}
+    )
+    assert changed.status_code == 422 and "from 1 to 2147483647" in changed.text
+    assert (await api.client.get(path, headers=api.supervisor.headers)).json()["capacity"] == 2
+    largest = await api.client.post(
+        "/v1/foster-homes", json={"name": "Big", "capacity": too_many - 1}, headers=api.supervisor.headers
+    )
+    assert largest.status_code == 201 and largest.json()["capacity"] == too_many - 1
+
+
 async def test_foster_home_changes_and_placement_etags(api: CaseworkApi) -> None:
     home = await api.home(capacity=2)
     path = f"/v1/foster-homes/{home['id']}"

@@ -126,6 +126,17 @@ async def test_refusals(api: Api) -> None:
     assert problem_code(problem) == "invalid-rule-set" and problem["path"] == "rules[0].when.op"
     assert "matches" in problem["detail"] and "eq, ne, lt" in problem["detail"]
 
+    # PostgreSQL cannot store a NUL in JSON: every string of the document refuses one, on both profiles.
+    for where, rule in (
+        ("rules[0].then", {"when": {"fact": "a", "op": "eq", "value": 1}, "then": "x\x00"}),
+        ("rules[0].when.fact", {"when": {"fact": "a\x00", "op": "eq", "value": 1}, "then": "x"}),
+        ("rules[0].when.value", {"when": {"fact": "a", "op": "eq", "value": "v\x00"}, "then": "x"}),
+        ("rules[0].when.value[1]", {"when": {"fact": "a", "op": "in", "value": ["v", "\x00"]}, "then": "x"}),
+    ):
+        nul = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": [rule]}, headers=supervisor)
+        assert nul.status_code == 422 and nul.json()["path"] == where, nul.text
+        assert "NUL" in nul.json()["detail"]
+
     not_a_list = await api.client.post("/v1/rule-sets", json={"name": "t", "rules": {"x": 1}}, headers=supervisor)
     assert not_a_list.status_code == 422 and not_a_list.json()["path"] == "rules"
     bad_name = await api.client.post("/v1/rule-sets", json={"name": "Not OK", "rules": []}, headers=supervisor)

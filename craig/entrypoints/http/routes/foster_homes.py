@@ -11,6 +11,7 @@ from litestar import Request, Response, get, patch
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
+from craig.domain.constants import FOSTER_HOME_MAX_CAPACITY, FOSTER_HOME_NAME_MAX_LENGTH
 from craig.domain.foster_home_changes import FosterHomeChange
 from craig.domain.placements import parse_status
 from craig.entrypoints.http.api_contract import SUPERVISORS, answers
@@ -20,6 +21,7 @@ from craig.entrypoints.http.pagination import keyset_of, next_page
 from craig.entrypoints.http.routes.case_lifecycle import PlacementHistoryPage, placement_summary
 from craig.entrypoints.http.routes.cases import PAGING_PROBLEMS
 from craig.entrypoints.http.routes.placements import FosterHomeView, home_headers, home_view
+from craig.entrypoints.http.schema_meta import documented
 from craig.usecases.foster_homes.list_home_placements import ListHomePlacements
 from craig.usecases.foster_homes.update_foster_home import UpdateFosterHome
 
@@ -30,8 +32,8 @@ HOME = "/foster-homes/{home_id:uuid}"
 class FosterHomeChangeBody(msgspec.Struct, forbid_unknown_fields=True):
     """Absent or null leaves a field as it is. ``status``: open or closed."""
 
-    name: str | None = None
-    capacity: int | None = None
+    name: Annotated[str, documented(min_length=1, max_length=FOSTER_HOME_NAME_MAX_LENGTH)] | None = None
+    capacity: Annotated[int, documented(minimum=1, maximum=FOSTER_HOME_MAX_CAPACITY)] | None = None
     status: str | None = None
 
 

@@ -11,7 +11,7 @@ from litestar import Request, Response, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
-from craig.domain.constants import FOSTER_HOME_NAME_MAX_LENGTH
+from craig.domain.constants import FOSTER_HOME_MAX_CAPACITY, FOSTER_HOME_NAME_MAX_LENGTH
 from craig.domain.placement_changes import NewPlacement, PlacementPatch
 from craig.domain.placements import INITIAL_STATUSES, EndReason, FosterHome, Placement, PlacementStatus
 from craig.entrypoints.http.api_contract import SUPERVISORS, answers
@@ -46,7 +46,7 @@ PLACEMENT_PROBLEMS = (
 
 class NewFosterHomeBody(msgspec.Struct, forbid_unknown_fields=True):
     name: Annotated[str, documented(min_length=1, max_length=FOSTER_HOME_NAME_MAX_LENGTH, examples=["The Millers"])]
-    capacity: Annotated[int, documented(minimum=1, examples=[2])]
+    capacity: Annotated[int, documented(minimum=1, maximum=FOSTER_HOME_MAX_CAPACITY, examples=[2])]
 
 
 class FosterHomeView(msgspec.Struct):
