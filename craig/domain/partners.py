@@ -178,6 +178,34 @@ def _without_credentials(field: str, url: str) -> str:
     return url
 
 
+def _partner_url(field: str, value: str) -> str:
+    """A URL a partner may be registered with (stricter than what a stored one must be)."""
+    return _encrypted_in_transit(field, _without_credentials(field, _http_url(field, value)))
+
+
+def _encrypted_in_transit(field: str, url: str) -> str:
+    """``https``, or plain ``http`` to this machine only (``localhost``, 127.0.0.0/8, ``::1``):
+    the token request carries the client secret and a send carries a child's record. A partner
+    reached in clear on a private network goes through a TLS proxy on this machine instead. A
+    partner stored before this rule keeps working (:func:`unusable_reason` does not apply it)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" or _is_loopback(parts.hostname or ""):
+        return url
+    raise InvalidPartner(
+        f"{field} must use https: plain http is allowed only to this machine "
+        "(localhost, 127.0.0.0/8 or [::1]), for example a TLS proxy in front of the partner"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def shown_url(url: str) -> str:
     """``url`` as it may be shown to anyone who may list partners: any user name or password in
     it (a partner registered before they were refused) replaced by ``***``. Read as text, not
@@ -217,8 +245,8 @@ def new_partner(
     return Partner(
         id=id,
         name=_text("name", name, PARTNER_NAME_MAX_LENGTH),
-        base_url=_without_credentials("base_url", _http_url("base_url", base_url)),
-        token_url=_without_credentials("token_url", _http_url("token_url", token_url)),
+        base_url=_partner_url("base_url", base_url),
+        token_url=_partner_url("token_url", token_url),
         client_id=_text("client_id", client_id, PARTNER_CLIENT_ID_MAX_LENGTH),
         client_secret=client_secret,
         rate_limit_rpm=rate_limit_rpm,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from craig.adapters.partners.http import HttpPartnerGateway
 from craig.domain.event_catalogue import EXCHANGE_SEND_FAILED
 from craig.domain.exchange import DispatchResult, JobStatus, PartnerAnswer, TransportFailure
-from craig.domain.partners import InvalidPartner, Partner, shown_url
+from craig.domain.partners import InvalidPartner, Partner, shown_url, unusable_reason
 from craig.ports.errors import UndecryptableData
 from craig.ports.exchange import Claim, Delivery, Pace, PartnerGateway, UpstreamError
 from craig.usecases.exchange import DispatchSendJob, SendPolicy
@@ -110,6 +110,39 @@ def test_a_url_carrying_credentials_is_refused_though_httpx_could_request_it(fie
         partner(**{field: url})
     assert refused.value.detail.startswith(f"{field} must not carry a user name or password")
     assert "pw" not in refused.value.detail
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://partner.example/api",
+        "http://10.0.0.7:8080",
+        "http://[fe80::1]",
+        "http://127.1",  # not the dotted form: a name, not an address on this machine
+        "http://localhost.partner.example",
+        "HTTP://Partner.Example",
+    ],
+)
+@pytest.mark.parametrize("field", ["base_url", "token_url"])
+def test_plain_http_to_another_machine_is_refused(field: str, url: str) -> None:
+    """The token request carries the client secret and a send a child's record: in clear only
+    to this machine (a TLS proxy in front of a partner, or a test's fake)."""
+    with pytest.raises(InvalidPartner) as refused:
+        partner(**{field: url})
+    assert refused.value.detail.startswith(f"{field} must use https: plain http is allowed only to this machine")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:9", "http://127.8.9.10", "http://[::1]:8080/api", "http://localhost:8443", "HTTPS://p.example"],
+)
+def test_plain_http_to_this_machine_and_https_anywhere_are_accepted(url: str) -> None:
+    assert partner(base_url=url, token_url=url).base_url == url
+
+
+def test_a_partner_stored_with_plain_http_before_the_rule_keeps_working() -> None:
+    stored = stored_partner(base_url="http://partner.example/api", token_url="http://partner.example/token")
+    assert unusable_reason(stored, "/transactions") is None
 
 
 @pytest.mark.parametrize("path", ["/trans\nactions", "/records\t", "/a\x00b"])
