@@ -247,6 +247,9 @@ ATTACHMENT_TYPE_MAX_LENGTH: Final = 100
 ATTACHMENT_SCAN_MIN_GRACE: Final = timedelta(minutes=1)
 #: Pending rows the scanner reconciles per registered table per pass.
 ATTACHMENT_SCAN_BATCH_SIZE: Final = 500
+#: Objects the store may refuse for good in one scanner pass (each row's own, say access denied
+#: to it) before the scanner takes it to refuse every object and waits for the next pass.
+ATTACHMENT_SCAN_MAX_REFUSALS: Final = 20
 #: Object keys the orphan sweep examines per pass; the next pass resumes after the last one.
 ATTACHMENT_ORPHAN_SWEEP_KEYS_PER_PASS: Final = 10_000
 #: Keys checked against the database in one query by the orphan sweep.

@@ -173,3 +173,16 @@ async def test_a_scanner_pass_settles_each_pending_case(stack: Stack) -> None:
     assert sorted(row[0] for row in failures) == sorted([str(missing.id), str(odd.id)])  # once each
     assert await stack.keys() == {stored.object_key, odd.object_key, young_orphan}
     assert young.object_key not in await stack.keys()
+
+
+async def test_a_row_with_a_key_no_store_takes_holds_up_no_other(stack: Stack) -> None:
+    """A row edited by hand to a key the store refuses for good stays pending, logged with its id,
+    and the rows after it are settled in the same pass (the scanner stopped at it every pass)."""
+    _, contact = await stack.contact()
+    edited = await stack.pending(contact, "edited.txt", 5)
+    await stack.sql("UPDATE contact_attachments SET object_key = 'cases//x' WHERE id = :id", id=edited.id)
+    stored = await stack.pending(contact, "stored.txt", 5)
+    await stack.s3.put(stored.object_key, b"12345", "text/plain")
+    report = await stack.scanner(timedelta(0)).run_once()
+    assert (report.present, report.store_errors) == (1, 1)
+    assert await stack.statuses() == {"edited.txt": "pending", "stored.txt": "present"}

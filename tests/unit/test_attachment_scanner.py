@@ -11,6 +11,7 @@ import pytest
 
 from craig.adapters.memory.object_store import MemoryObjectStore
 from craig.domain.attachments import Attachment, ObjectStatus, new_attachment
+from craig.domain.constants import ATTACHMENT_SCAN_MAX_REFUSALS
 from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.usecases.attachments import REGISTERED_TABLES, AttachmentScanner
 from craig.usecases.attachments.failed_attachments import FailedAttachments
@@ -97,6 +98,47 @@ async def test_a_store_error_leaves_the_row_for_the_next_pass(world: World) -> N
     assert report.store_errors == 1 and await statuses(world) == {"later.txt": ObjectStatus.PENDING}
     world.store.available = True
     assert (await scanner(world).run_once()).present == 1
+
+
+class RefusingSome(MemoryObjectStore):
+    """Refuses the objects under ``refused`` for good (access denied to them alone)."""
+
+    def __init__(self, world: World, refused: set[str]) -> None:
+        super().__init__(world.clock)
+        self._blobs = world.store._blobs  # the world's objects, seen through this store
+        self.refused = refused
+        self.heads = 0
+
+    async def head(self, key: str) -> int | None:
+        self.heads += 1
+        if key in self.refused:
+            raise ObjectStoreDefect("S3: AccessDenied")
+        return await super().head(key)
+
+
+async def test_a_row_whose_object_the_store_refuses_holds_up_no_other(world: World) -> None:
+    refused = await pending_row(world, "refused.txt")
+    await world.store.put(refused.object_key, b"12345", "text/plain")
+    after = await pending_row(world, "after.txt")
+    await world.store.put(after.object_key, b"12345", "text/plain")
+    await pending_row(world, "missing.txt")
+    world.clock.advance(GRACE * 2)
+    store = RefusingSome(world, {refused.object_key})
+    first = await AttachmentScanner(store, world.uow, world.clock, GRACE, REGISTERED_TABLES).run_once()
+    assert (first.present, first.missing, first.store_errors, first.more) == (1, 1, 1, False)
+    assert await statuses(world) == {"refused.txt": ObjectStatus.PENDING, "after.txt": ObjectStatus.PRESENT}
+    store.refused.clear()  # an operator mended the object's permissions
+    again = await AttachmentScanner(store, world.uow, world.clock, GRACE, REGISTERED_TABLES).run_once()
+    assert (again.present, again.store_errors) == (1, 0)
+
+
+async def test_a_store_refusing_every_object_is_asked_a_bounded_number_of_times_a_pass(world: World) -> None:
+    rows = [await pending_row(world, f"r{i}.txt") for i in range(ATTACHMENT_SCAN_MAX_REFUSALS + 5)]
+    world.clock.advance(GRACE * 2)
+    store = RefusingSome(world, {row.object_key for row in rows})
+    report = await AttachmentScanner(store, world.uow, world.clock, GRACE, REGISTERED_TABLES).run_once()
+    assert store.heads == report.store_errors == ATTACHMENT_SCAN_MAX_REFUSALS and not report.more
+    assert set((await statuses(world)).values()) == {ObjectStatus.PENDING}
 
 
 async def test_orphans_older_than_grace_are_removed_and_nothing_else(world: World) -> None:

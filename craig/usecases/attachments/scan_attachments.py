@@ -7,7 +7,11 @@ For each registered table, every pass:
   ``*.upload_failed`` staged (one transaction; of two scanners only one deletes, so only one
   event). Found with ANOTHER size -> ``failed`` and ``*.upload_failed``: the row and the object
   are kept for an operator, and never served. A store error -> the row is left as it is and the
-  pass stops for that table; the next pass retries.
+  pass stops for that table; the next pass retries. A store that refuses ONE row's object for
+  good (access denied to that object, a key it will not take) -> that row stays ``pending``, is
+  logged with its id, and the pass goes on with the next rows, so one such row holds up no
+  other; after ``ATTACHMENT_SCAN_MAX_REFUSALS`` refusals in a pass the store is taken to refuse
+  them all (wrong credentials, no bucket) and the table waits for the next pass.
 * objects under the table's prefix with no row, last modified before ``now - grace`` -> deleted.
   Rows are committed before their blob is put (Phase 1), so an object without a row can only
   be left over (a put that "failed" but landed, a deleted contact), never in flight. The sweep
@@ -31,13 +35,14 @@ from craig.domain.constants import (
     ATTACHMENT_ORPHAN_CHECK_BATCH,
     ATTACHMENT_ORPHAN_SWEEP_KEYS_PER_PASS,
     ATTACHMENT_SCAN_BATCH_SIZE,
+    ATTACHMENT_SCAN_MAX_REFUSALS,
 )
 from craig.domain.events import EventEnvelope
 from craig.ports.cases import HasAttachments
 from craig.ports.clock import Clock
-from craig.ports.errors import ObjectStoreUnavailable
+from craig.ports.errors import ObjectStoreDefect, ObjectStoreUnavailable
 from craig.ports.object_rows import ObjectRows, PendingObject, PendingStats
-from craig.ports.object_store import ObjectStore, StoredObject
+from craig.ports.object_store import InvalidObjectKey, ObjectStore, StoredObject
 from craig.ports.outbox import HasOutbox
 from craig.ports.unit_of_work import UnitOfWork
 from craig.usecases.attachments.events import upload_failed_event
@@ -121,6 +126,7 @@ class AttachmentScanner:
         async with uow:
             pending = await table.rows(uow).pending_older_than(self.grace, self.batch_size)
         report.more = report.more or len(pending) >= self.batch_size
+        refusals = 0
         for row in pending:
             try:
                 size = await self.object_store.head(row.object_key)
@@ -129,6 +135,20 @@ class AttachmentScanner:
                 log.warning("scanner: object store error; retrying next pass", table=table.name, error=str(error))
                 report.more = False
                 return False
+            except (ObjectStoreDefect, InvalidObjectKey) as error:
+                refusals += 1
+                report.store_errors += 1
+                report.more = False  # the same rows come first again: no pass at once after this one
+                log.error(
+                    "scanner: the object store refuses this row's object; the row stays pending",
+                    table=table.name,
+                    row_id=str(row.id),
+                    error=str(error),
+                )
+                if refusals >= ATTACHMENT_SCAN_MAX_REFUSALS:
+                    log.error("scanner: the object store refuses every object; retrying next pass", table=table.name)
+                    return False
+                continue
             await self._settle(table, uow, row, size, report)
         return True
 
