@@ -323,6 +323,10 @@ async def test_a_case_history_shows_the_changes_to_the_case_its_contacts_and_att
         ("create", "contact", contact_id),
         ("create", "case", case_id),
     ]
+    # Where a colleague or a supervisor worked from is for supervisors, in the audit list.
+    assert {(e["request_id"], e["client_ip"]) for e in history.json()["items"]} == {(None, None)}
+    listed, _ = await api.call("GET", "/v1/audit", api.sue, params={"case_id": case_id, "action": "upload"})
+    assert [(e["request_id"] is not None, e["client_ip"]) for e in listed.json()["items"]] == [(True, "127.0.0.1")]
 
 
 @pytest.fixture

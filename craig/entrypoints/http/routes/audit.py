@@ -48,7 +48,10 @@ class AuditPageView(msgspec.Struct):
     next_cursor: str | None
 
 
-def _view(entry: AuditEntry) -> AuditEntryView:
+def _view(entry: AuditEntry, *, origin: bool) -> AuditEntryView:
+    """``origin``: with the request's id and client address (else null, as in a case's history,
+    which every worker on the case reads: where a colleague or a supervisor worked from is for
+    supervisors, in ``GET /v1/audit``)."""
     return AuditEntryView(
         id=entry.id,
         seq=entry.seq,
@@ -62,16 +65,16 @@ def _view(entry: AuditEntry) -> AuditEntryView:
         resource_ids=list(entry.resource_ids),
         case_id=entry.case_id,
         outcome=entry.outcome,
-        request_id=entry.request_id,
-        client_ip=entry.client_ip,
+        request_id=entry.request_id if origin else None,
+        client_ip=entry.client_ip if origin else None,
         changed_fields=list(entry.changed_fields),
     )
 
 
-def _page(page: AuditPage, path: str) -> Response[AuditPageView]:
+def _page(page: AuditPage, path: str, *, origin: bool) -> Response[AuditPageView]:
     next_page = f"{path}{urlencode({'cursor': page.next_cursor})}" if page.next_cursor else None
     headers = {"Link": f'<{next_page}>; rel="next"'} if next_page else {}
-    return Response(AuditPageView([_view(e) for e in page.items], page.next_cursor), headers=headers)
+    return Response(AuditPageView([_view(e, origin=origin) for e in page.items], page.next_cursor), headers=headers)
 
 
 @get(
@@ -116,7 +119,7 @@ async def list_audit_entries(
         "limit": limit,
     }
     query = urlencode({name: str(value) for name, value in asked.items() if value is not None})
-    return _page(page, f"/v1/audit?{query}&" if query else "/v1/audit?")
+    return _page(page, f"/v1/audit?{query}&" if query else "/v1/audit?", origin=True)
 
 
 @get(
@@ -134,11 +137,12 @@ async def show_case_history(
 ) -> Response[AuditPageView]:
     """Who changed what and when in the case and its contacts, attachments and placements (the
     names of changed fields, never their values). Reads (downloads and replays included) and
-    refused attempts are not part of the history; supervisors see them in ``GET /v1/audit``.
-    For anyone who may see the case; 404 otherwise."""
+    refused attempts are not part of the history, and `request_id` and `client_ip` are null:
+    supervisors see all of it in `GET /v1/audit`. For anyone who may see the case; 404
+    otherwise."""
     page = await show_case_history(principal, case_id, limit=limit, cursor=cursor)
     suffix = urlencode({"limit": limit}) + "&" if limit is not None else ""
-    return _page(page, f"/v1/cases/{case_id}/history?{suffix}")
+    return _page(page, f"/v1/cases/{case_id}/history?{suffix}", origin=False)
 
 
 ROUTES = [list_audit_entries, show_case_history]
