@@ -198,12 +198,16 @@ def _encrypted_in_transit(field: str, url: str) -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """``localhost`` (with or without its root dot), 127.0.0.0/8, ``::1``, and 127.0.0.0/8
+    written as an IPv4-mapped IPv6 address (``::ffff:127.0.0.1``)."""
+    if host.removesuffix(".") == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host.partition("%")[0])  # an IPv6 zone names no other host
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def shown_url(url: str) -> str:

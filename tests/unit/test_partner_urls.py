@@ -120,6 +120,10 @@ def test_a_url_carrying_credentials_is_refused_though_httpx_could_request_it(fie
         "http://[fe80::1]",
         "http://127.1",  # not the dotted form: a name, not an address on this machine
         "http://localhost.partner.example",
+        "http://foo.localhost",
+        "http://0.0.0.0",
+        "http://[::]",
+        "http://[::ffff:10.0.0.1]",
         "HTTP://Partner.Example",
     ],
 )
@@ -134,7 +138,16 @@ def test_plain_http_to_another_machine_is_refused(field: str, url: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://127.0.0.1:9", "http://127.8.9.10", "http://[::1]:8080/api", "http://localhost:8443", "HTTPS://p.example"],
+    [
+        "http://127.0.0.1:9",
+        "http://127.8.9.10",
+        "http://[::1]:8080/api",
+        "http://[::ffff:127.0.0.1]",
+        "http://[::1%25lo]",
+        "http://localhost:8443",
+        "http://localhost.",
+        "HTTPS://p.example",
+    ],
 )
 def test_plain_http_to_this_machine_and_https_anywhere_are_accepted(url: str) -> None:
     assert partner(base_url=url, token_url=url).base_url == url
