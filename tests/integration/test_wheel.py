@@ -33,7 +33,13 @@ from tests.support.logs import wait_for_line
 from tests.support.services import BrokerNames, SeaweedS3, fetch, free_port, public_tables, scratch_database
 from tests.support.wheel_venv import CHECKOUT, InstalledWheel, build_wheel, clean_environment, install_wheel
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.rabbit, pytest.mark.s3]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.postgres,
+    pytest.mark.rabbit,
+    pytest.mark.s3,
+    pytest.mark.xdist_group("wheel"),  # one worker builds and installs the wheel, not each
+]
 
 READY_TIMEOUT_SECONDS = 90
 STOP_TIMEOUT_SECONDS = 30
