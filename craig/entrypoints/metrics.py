@@ -40,6 +40,11 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 SHARED_REGISTRY = CollectorRegistry(auto_describe=True)
 #: The label of a request no route matched (404, 405): the route label stays bounded.
 UNMATCHED_ROUTE = "unmatched"
+#: The methods of RFC 9110 and PATCH keep their name as a label; any other is counted as
+#: ``_OTHER`` (OpenTelemetry's convention), so a client inventing methods adds no label. uvicorn's
+#: default parser refuses most of them first, but h11 (``--http h11``) and other servers do not.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+OTHER_METHOD = "_OTHER"
 
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)

@@ -78,6 +78,20 @@ async def test_each_request_is_counted_once_with_the_status_it_got(tmp_path: Pat
     assert "process_cpu_seconds_total" in scraped and "python_info{" in scraped
 
 
+async def test_a_method_of_nobody_s_adds_no_label(tmp_path: Path) -> None:
+    """uvicorn's default parser (httptools) refuses most invented methods itself; h11
+    (``--http h11``) and other ASGI servers hand any token to the app. Each would have been a
+    label of its own: a client sending random methods would grow every scrape without bound."""
+    before = http_requests_counted(metrics.OTHER_METHOD, metrics.UNMATCHED_ROUTE, 405)
+    app = create_app(make_container(make_settings("memory", tmp_path)), manage_runtime=False)
+    transport = httpx.ASGITransport(app=app)  # no HTTP parser between the client and the app
+    async with httpx.AsyncClient(transport=transport, base_url="http://craig") as client:
+        for invented in ("BREW", "X-7F3A9C"):
+            assert (await client.request(invented, "/health/live")).status_code == 405
+    assert http_requests_counted(metrics.OTHER_METHOD, metrics.UNMATCHED_ROUTE, 405) == before + 2
+    assert http_requests_counted("BREW", metrics.UNMATCHED_ROUTE, 405) == 0
+
+
 async def test_the_api_does_not_export_the_workers_readiness(tmp_path: Path) -> None:
     """craig_worker_ready belongs to `craig worker`: an API exporting a constant 0 would fire the
     "worker not ready" alert forever and hide an absent worker."""

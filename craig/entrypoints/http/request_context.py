@@ -167,14 +167,15 @@ class RequestContext:
 
     def _done(self, scope: Scope, method: str, info: RequestInfo, status: int) -> None:
         route = str(scope.get("path_template") or metrics.UNMATCHED_ROUTE)
+        label = method if method in metrics.KNOWN_METHODS else metrics.OTHER_METHOD
         elapsed = time.perf_counter() - info.started
-        counted = self._counted.get((method, route, status))
+        counted = self._counted.get((label, route, status))
         if counted is None:
-            counted = self._counted[(method, route, status)] = metrics.http_requests.labels(method, route, str(status))
+            counted = self._counted[(label, route, status)] = metrics.http_requests.labels(label, route, str(status))
         counted.inc()
-        timed = self._timed.get((method, route))
+        timed = self._timed.get((label, route))
         if timed is None:
-            timed = self._timed[(method, route)] = metrics.http_latency.labels(method, route)
+            timed = self._timed[(label, route)] = metrics.http_latency.labels(label, route)
         timed.observe(elapsed)
         if _access_level.isEnabledFor(logging.INFO):
             user = scope.get("user")
