@@ -11,6 +11,10 @@ import attrs
 
 JsonObject = Mapping[str, Any]
 
+#: Why a stored envelope (an outbox or inbox row's) is skipped: it is not one this version can
+#: read (written by another version, or by hand). The ``last_error`` it is recorded with.
+UNREADABLE_ENVELOPE = "its stored envelope is not an event this version of Craig can read"
+
 
 def _text_or_none(value: object) -> str | None:
     """A correlation id as text: a request's id (any sane string) or a UUID, kept as given."""

@@ -95,6 +95,17 @@ class OutboxRecord:
 
 
 @attrs.frozen
+class UnreadableEvent:
+    """A claimed row whose stored envelope this version cannot read (written by another version,
+    or by hand): the relay fails it like a publish that failed, so it backs off and shows in
+    ``craig outbox failing``, and holds up only the younger events of its own aggregate."""
+
+    id: UUID
+    attempts: int
+    error: str
+
+
+@attrs.frozen
 class PublishFailure:
     id: UUID
     error: str
@@ -108,6 +119,12 @@ class OutboxBatch(Protocol):
     def events(self) -> Sequence[OutboxRecord]:
         """Due events in staging order. An event whose aggregate has an older unpublished event
         outside this batch is never included, so per-aggregate order holds across relays."""
+        ...
+
+    @property
+    def unreadable(self) -> Sequence[UnreadableEvent]:
+        """Claimed rows whose envelope cannot be read; none of their aggregate's younger events
+        is in :attr:`events`."""
         ...
 
     async def mark_published(self, ids: Sequence[UUID]) -> None:

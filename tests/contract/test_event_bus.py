@@ -16,8 +16,8 @@ from dependency_injector import providers
 from sqlalchemy import text
 
 from craig.adapters.inprocess import bus as inprocess_bus
-from craig.adapters.inprocess.bus import UNREADABLE_ENVELOPE, InProcessBus
-from craig.domain.events import EventEnvelope
+from craig.adapters.inprocess.bus import InProcessBus
+from craig.domain.events import UNREADABLE_ENVELOPE, EventEnvelope
 from craig.entrypoints import metrics
 from craig.entrypoints.container import Container
 from craig.entrypoints.operations import collect_status, metric_refreshers

@@ -31,7 +31,7 @@ from craig.domain.constants import (
     UNROUTED_SCAN_MAX_EVENTS,
     UNROUTED_TAKE_PAGE_ROWS,
 )
-from craig.domain.events import EventEnvelope
+from craig.domain.events import UNREADABLE_ENVELOPE, EventEnvelope
 from craig.domain.routing import topic_matches
 from craig.ports.inbox import InboxRecord, InboxStore
 from craig.ports.messaging import (
@@ -48,9 +48,6 @@ from craig.ports.messaging import (
 )
 
 log = structlog.get_logger(__name__)
-
-#: The ``last_error`` of an inbox row whose stored envelope cannot be read, dead-lettered.
-UNREADABLE_ENVELOPE = "its stored envelope is not an event this version of Craig can read"
 
 QUEUE_PREFIX = "inprocess"
 

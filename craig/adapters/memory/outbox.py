@@ -23,6 +23,7 @@ from craig.ports.outbox import (
     OutboxStats,
     OutboxWriter,
     PublishFailure,
+    UnreadableEvent,
 )
 
 TABLE = "event_outbox"
@@ -124,6 +125,10 @@ class _MemoryBatch(OutboxBatch):
     @property
     def events(self) -> Sequence[OutboxRecord]:
         return self._events
+
+    @property
+    def unreadable(self) -> Sequence[UnreadableEvent]:
+        return ()  # the memory outbox keeps envelopes as objects: each one reads
 
     async def mark_published(self, ids: Sequence[UUID]) -> None:
         self.published.extend(ids)

@@ -48,6 +48,7 @@ from craig.ports.outbox import (
     OutboxStats,
     OutboxWriter,
     PublishFailure,
+    UnreadableEvent,
 )
 
 CHANNEL = "craig_outbox"
@@ -118,7 +119,7 @@ _CLAIM = text(
            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
            AND l.pid <> pg_backend_pid()
     ), candidates AS MATERIALIZED (
-        SELECT o.id, o.seq, o.envelope, o.attempts, {_RELAY_KEY} AS key
+        SELECT o.id, o.seq, o.envelope, o.attempts, o.aggregate_type, o.aggregate_id, {_RELAY_KEY} AS key
           FROM event_outbox o
          WHERE o.published_at IS NULL AND o.next_attempt_at <= now()
            AND {_RELAY_KEY} NOT IN (SELECT key FROM busy)
@@ -134,7 +135,7 @@ _CLAIM = text(
         SELECT d.key FROM (SELECT DISTINCT key FROM candidates) AS d
          WHERE pg_try_advisory_xact_lock({RELAY_LOCK_CLASS}, d.key)
     )
-    SELECT c.id, c.seq, c.envelope, c.attempts
+    SELECT c.id, c.seq, c.envelope, c.attempts, c.aggregate_type, c.aggregate_id
       FROM candidates c
      WHERE c.key IN (SELECT key FROM mine)
      ORDER BY c.seq
@@ -301,13 +302,18 @@ class PostgresOutboxWriter(OutboxWriter):
 
 
 class _PostgresBatch(OutboxBatch):
-    def __init__(self, conn: DriverConnection, events: list[OutboxRecord]) -> None:
+    def __init__(self, conn: DriverConnection, events: list[OutboxRecord], unreadable: list[UnreadableEvent]) -> None:
         self._conn = conn
         self._events = events
+        self._unreadable = unreadable
 
     @property
     def events(self) -> Sequence[OutboxRecord]:
         return self._events
+
+    @property
+    def unreadable(self) -> Sequence[UnreadableEvent]:
+        return self._unreadable
 
     async def mark_published(self, ids: Sequence[UUID]) -> None:
         if ids:
@@ -334,8 +340,17 @@ class PostgresOutboxRelayStore(OutboxRelayStore):
     async def claim_batch(self, limit: int) -> AsyncIterator[OutboxBatch]:
         async with self.database.transaction() as conn:
             rows = (await conn.execute(_CLAIM, {"limit": limit})).mappings().all()
-            records = [OutboxRecord(r["id"], r["seq"], _envelope(r["envelope"]), r["attempts"]) for r in rows]
+            records: list[OutboxRecord] = []
+            unreadable: list[UnreadableEvent] = []
+            # An unreadable row holds up its own aggregate's younger events, as a failure would.
             oldest_outside: dict[tuple[str, str], int] = {}
+            for row in rows:
+                try:
+                    records.append(OutboxRecord(row["id"], row["seq"], _envelope(row["envelope"]), row["attempts"]))
+                except (ValueError, KeyError, TypeError, RecursionError) as error:
+                    unreadable.append(UnreadableEvent(row["id"], row["attempts"], f"{type(error).__name__}: {error}"))
+                    aggregate = (row["aggregate_type"], row["aggregate_id"])
+                    oldest_outside[aggregate] = min(row["seq"], oldest_outside.get(aggregate, row["seq"]))
             if records:
                 aggregates = sorted({r.aggregate for r in records})
                 outside = await conn.execute(
@@ -346,8 +361,10 @@ class PostgresOutboxRelayStore(OutboxRelayStore):
                         "batch": [r.id for r in records],
                     },
                 )
-                oldest_outside = {(t, i): seq for t, i, seq in outside.all()}
-            yield _PostgresBatch(conn, publishable_in_order(records, oldest_outside))
+                for aggregate_type, aggregate_id, seq in outside.all():
+                    aggregate = (aggregate_type, aggregate_id)
+                    oldest_outside[aggregate] = min(seq, oldest_outside.get(aggregate, seq))
+            yield _PostgresBatch(conn, publishable_in_order(records, oldest_outside), unreadable)
 
     async def wait_for_events(self, timeout: timedelta) -> None:
         if self.listener is None or not self.listener.connected:

@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 import attrs
 
-from craig.domain.constants import OUTBOX_PUBLISH_CONCURRENCY
+from craig.domain.constants import DELIVERY_ERROR_MAX_CHARS, OUTBOX_PUBLISH_CONCURRENCY
+from craig.domain.events import UNREADABLE_ENVELOPE
 from craig.domain.outbox import publish_backoff
 from craig.ports.messaging import Publisher
 from craig.ports.outbox import OutboxRecord, OutboxRelayStore, PublishFailure
@@ -55,10 +56,20 @@ class OutboxRelay:
         started = time.perf_counter()
         async with self.store.claim_batch(self.batch_size) as batch:
             events = list(batch.events)
+            # A row this version cannot read fails like a publish: it backs off, shows in
+            # `craig outbox failing`, and holds up only its own aggregate.
+            failures: list[PublishFailure] = [
+                PublishFailure(
+                    row.id,
+                    f"{UNREADABLE_ENVELOPE}: {row.error}"[:DELIVERY_ERROR_MAX_CHARS],
+                    publish_backoff(row.attempts + 1, self.jitter()),
+                )
+                for row in batch.unreadable
+            ]
             if not events:
-                return DrainReport(0, 0, 0, time.perf_counter() - started)
+                await batch.mark_failed(failures)
+                return DrainReport(len(failures), 0, len(failures), time.perf_counter() - started)
             published: list[OutboxRecord] = []
-            failures: list[PublishFailure] = []
             # Each aggregate's events, oldest first; a round takes the head of each.
             queues = [deque(group) for group in _by_aggregate(events)]
             while queues:
@@ -76,7 +87,8 @@ class OutboxRelay:
                 queues = waiting
             await batch.mark_published([record.id for record in published])
             await batch.mark_failed(failures)
-        return DrainReport(len(events), len(published), len(failures), time.perf_counter() - started)
+        claimed = len(events) + len(batch.unreadable)
+        return DrainReport(claimed, len(published), len(failures), time.perf_counter() - started)
 
     async def _publish_round(self, heads: list[OutboxRecord]) -> list[Exception | None]:
         """One outcome per event; a publisher that fails as a whole fails each of them."""

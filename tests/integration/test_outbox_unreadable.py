@@ -1,0 +1,78 @@
+"""An outbox row whose stored envelope this version cannot read (written by another version, or
+edited by hand) on real PostgreSQL. Before, the relay read every claimed row's envelope at once:
+the one that failed raised out of every pass, the same oldest row came first in every claim, and
+every relay stopped for every aggregate while ``craig status`` counted nothing failing (its
+``attempts`` stayed 0). It now fails like a publish: it backs off, shows in ``craig outbox
+failing`` with why, and holds up only the younger events of its own aggregate."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+
+from craig.domain.events import UNREADABLE_ENVELOPE, EventEnvelope
+from craig.usecases.events import OutboxRelay
+from tests.support.backends import postgres_backend
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sent: list[EventEnvelope] = []
+
+    async def publish(self, envelope: EventEnvelope) -> None:
+        self.sent.append(envelope)
+
+    async def publish_many(self, envelopes: Sequence[EventEnvelope], *, window: int) -> list[Exception | None]:
+        self.sent.extend(envelopes)
+        return [None] * len(envelopes)
+
+
+def event(aggregate: str) -> EventEnvelope:
+    return EventEnvelope(
+        id=uuid.uuid4(),
+        source="tests",
+        type="tests.happened",
+        occurred_at=datetime.now(UTC),
+        payload={},
+        aggregate_type="test",
+        aggregate_id=aggregate,
+    )
+
+
+async def test_an_unreadable_row_fails_alone_and_shows_as_failing(pg_url: str) -> None:
+    async with postgres_backend(pg_url) as backend:
+        bad, behind_bad = event("bad"), event("bad")
+        others = [event(f"good-{n}") for n in range(5)]
+        uow = backend.uow()
+        async with uow:
+            for envelope in (bad, behind_bad, *others):
+                await uow.outbox.stage(envelope)
+            await uow.commit()
+        assert backend.postgres is not None
+        async with backend.postgres.transaction() as conn:
+            await conn.execute(
+                text("UPDATE event_outbox SET envelope = envelope - 'occurred_at' WHERE id = :id"), {"id": bad.id}
+            )
+
+        publisher = Recorder()
+        report = await OutboxRelay(backend.outbox, publisher, batch_size=100).drain_once()
+
+        assert sorted(e.aggregate_id for e in publisher.sent) == sorted(e.aggregate_id for e in others)
+        assert (report.claimed, report.published, report.failed) == (6, 5, 1)  # the one behind waits
+        uow = backend.uow()
+        async with uow:
+            (failing,) = await uow.outbox.failing(10)
+        assert failing.id == bad.id and failing.attempts == 1 and failing.waiting_behind == 1
+        assert failing.last_error is not None and failing.last_error.startswith(UNREADABLE_ENVELOPE)
+        assert "occurred_at" in failing.last_error
+        stats = await backend.outbox.stats()
+        assert (stats.pending, stats.failing) == (2, 1)
+
+        again = await OutboxRelay(backend.outbox, publisher, batch_size=100).drain_once()
+        assert again.claimed == 0 and len(publisher.sent) == 5  # it backs off; the one behind it waits
