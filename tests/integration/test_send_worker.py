@@ -194,6 +194,36 @@ async def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None
             await asyncio.sleep(0.02)
 
 
+async def test_a_slow_hand_over_of_the_claim_leaves_no_post_open_past_the_lease(
+    env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease starts on the database when the pass runs; the claim reaches the worker later
+    (the pass waits for locks, its partners are read through the pool). The deadline counts from
+    before the pass: counted from the hand-over, a POST could still be open when the lease ended,
+    and the job was taken back and POSTed again while the first was open (seen: twice, 2 s apart,
+    the first outcome dropped as a lease lost)."""
+    backend, fake, partner, url = env
+    fake.delay_seconds = 3.0  # inside the deadline (4 s lease: 3.6 s), counted from the hand-over
+    [job] = await jobs(backend, partner, 1)
+    real_partners_of = PostgresSendJobQueue._partners_of
+    slowed: list[bool] = []
+
+    async def slow_once(self: PostgresSendJobQueue, ids: Any) -> Any:
+        if ids and not slowed:
+            slowed.append(True)
+            await asyncio.sleep(2.5)  # a pool wait between the lease's start and the hand-over
+        return await real_partners_of(self, ids)
+
+    monkeypatch.setattr(PostgresSendJobQueue, "_partners_of", slow_once)
+    async with worker_on(url, lease=timedelta(seconds=4)) as (worker, outcomes):
+        await run_until([worker], all_final(backend, [job.id]))
+        await asyncio.sleep(2)  # a second POST of the same job would arrive now
+    assert slowed and [r.correlation_id for r in fake.received] == [str(job.correlation_id)]
+    assert outcomes["deferred"] == 1  # too little of the first lease was left: given back, sent on the next
+    [done] = await current(backend, [job.id])
+    assert done.status is JobStatus.SENT and fake.delivered[str(job.correlation_id)] == 1
+
+
 async def test_a_worker_killed_mid_dispatch_is_taken_over_after_its_lease(env: Any) -> None:
     backend, fake, partner, url = env
     fake.delay_seconds = 30  # the partner holds the first POST open: the worker is mid-dispatch

@@ -57,7 +57,14 @@ log = structlog.get_logger(__name__)
 @attrs.frozen
 class _Ready:
     claim: Claim
-    claimed_at: float  # monotonic: when the claim's lease and rate-limit slot started
+    #: Monotonic, when the claim came back: its rate-limit slot's time counts from here (the slot
+    #: was reserved by the pass, so no later than this).
+    claimed_at: float
+    #: Monotonic, when the pass was asked for: the lease started on the database after this
+    #: (the pass statement's ``now()``), so the dispatch deadline counts from here. The pass may
+    #: wait for locks and the pool before it answers: counted from its answer, a deadline could
+    #: outlive the lease, and another worker take the job over while its POST is still open.
+    leased_from: float
 
 
 async def _unpaced() -> None:
@@ -146,9 +153,10 @@ class SendJobScheduler:
             except TimeoutError:
                 pass
             return True
+        leased_from = time.monotonic()
         claims = await self.claim(room)
         claimed_at = time.monotonic()
-        self._ready.extend(_Ready(claim, claimed_at) for claim in claims)
+        self._ready.extend(_Ready(claim, claimed_at, leased_from) for claim in claims)
         self._start_ready()
         return bool(claims)
 
@@ -264,20 +272,19 @@ class SendJobScheduler:
     async def _dispatch_job(self, ready: _Ready) -> None:
         started = time.monotonic()
         try:
-            outcome = await self.dispatch(ready.claim, ready.claimed_at)
+            outcome = await self.dispatch(ready)
             self._observe(outcome, time.monotonic() - started)
         except Exception as error:  # the lease brings the job back; never kill the worker
             log.error("send job dispatch crashed", job_id=str(ready.claim.job.id), error=repr(error))
             self._observe("lost", time.monotonic() - started)
 
-    async def dispatch(self, claim: Claim, claimed_at: float) -> str:
+    async def dispatch(self, ready: _Ready) -> str:
         """Dispatch one claimed job under its deadline, then queue its outcome for recording or
-        give it back; returns the outcome's name. ``claimed_at`` (monotonic) is when the claim's
-        lease and rate-limit slot started.
+        give it back; returns the outcome's name.
 
         The dispatch runs bound to the request that made the job (its log lines carry that
         ``request_id``) in a ``send job`` span that continues the job's trace context."""
-        job = claim.job
+        job = ready.claim.job
         attributes: dict[str, str | int | float | bool] | None = None
         if recording():  # only a recorded span keeps them
             attributes = {"craig.send_job.id": str(job.id), "craig.send_job.attempt": job.attempts}
@@ -285,14 +292,15 @@ class SendJobScheduler:
             originating(job.origin_request_id),
             span("send job", parent=job.traceparent, attributes=attributes) as current,
         ):
-            name = await self._dispatch_in_time(claim, claimed_at)
+            name = await self._dispatch_in_time(ready)
             current.set("craig.send_job.outcome", name)
             self._job_log.info("send job dispatched", job_id=str(job.id), attempt=job.attempts, outcome=name)
             return name
 
-    async def _dispatch_in_time(self, claim: Claim, claimed_at: float) -> str:
+    async def _dispatch_in_time(self, ready: _Ready) -> str:
         # Finish well inside the lease, so no other worker takes the job over while it is sent.
-        deadline = claimed_at + self._deadline
+        claim = ready.claim
+        deadline = ready.leased_from + self._deadline
         too_late = deadline - time.monotonic() < self._deadline / 2  # waited too long in the ready queue
         task = asyncio.current_task()
         assert task is not None
@@ -301,7 +309,7 @@ class SendJobScheduler:
         self._sending[task] = deadline
         self._watch()
         try:
-            dispatched = await self._dispatch(claim, self._pace(claim, claimed_at), too_late=too_late)
+            dispatched = await self._dispatch(claim, self._pace(claim, ready.claimed_at), too_late=too_late)
         except asyncio.CancelledError:
             if task not in self._expired:
                 raise  # cancelled from outside: the sender ends
