@@ -66,6 +66,7 @@ class AuditAction(enum.StrEnum):
     KEYS_ROTATE = "keys_rotate"
     JOB_RETRY = "job_retry"
     OUTBOX_RETRY = "outbox_retry"
+    OUTBOX_DISCARD = "outbox_discard"
     RULE_SET_VERSION = "rule_set_version"
 
 
@@ -90,6 +91,7 @@ OPERATOR_ACTIONS: frozenset[AuditAction] = frozenset(
         AuditAction.KEYS_ROTATE,
         AuditAction.JOB_RETRY,
         AuditAction.OUTBOX_RETRY,
+        AuditAction.OUTBOX_DISCARD,
         AuditAction.RULE_SET_VERSION,
     }
 )

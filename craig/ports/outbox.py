@@ -59,6 +59,13 @@ class OutboxWriter(Protocol):
         unknown). Returns the events made due, as they are now."""
         ...
 
+    async def discard_failing(self, event_ids: Sequence[UUID]) -> list[FailingEvent]:
+        """Delete those of ``event_ids`` that are failing (unpublished, failed at least once),
+        so that the events of their aggregate waiting behind them go on; returns them as they
+        were. One held right now (a relay publishing it, a retry) is skipped, not waited for; so
+        is one that is not failing (published, never failed, unknown)."""
+        ...
+
 
 @attrs.frozen
 class FailingCounts:

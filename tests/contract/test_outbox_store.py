@@ -220,6 +220,50 @@ async def test_failing_events_are_listed_and_a_retry_ends_their_backoff(backend:
     assert await count_failing(backend) == FailingCounts(failing=0, backing_off=0)
 
 
+async def discard_failing(backend: Backend, ids: list[uuid.UUID]) -> list[FailingEvent]:
+    uow = backend.uow()
+    async with uow:
+        discarded = await uow.outbox.discard_failing(ids)
+        await uow.commit()
+    return discarded
+
+
+async def test_a_discarded_failing_event_is_gone_and_its_aggregate_goes_on(backend: Backend) -> None:
+    """An event that can never go (an envelope this version cannot read, one the broker refuses
+    for good) is discarded by an operator; the events behind it are published in order."""
+    poison, behind, other, fine = event("P", 1), event("P", 2), event("Q", 1), event("R", 1)
+    await stage(backend, poison, behind, other, fine)
+    async with backend.outbox.claim_batch(10) as batch:
+        ids = {r.envelope.id: r.id for r in batch.events}
+        hour = timedelta(hours=1)
+        await batch.mark_failed(
+            [
+                PublishFailure(ids[poison.id], "refused for good", hour),
+                PublishFailure(ids[other.id], "no confirm", hour),
+            ]
+        )
+        await batch.mark_published([ids[fine.id]])
+    # Only a failing event is discarded: not a published, a pending or an unknown one.
+    waiter = asyncio.create_task(backend.outbox.wait_for_events(timedelta(seconds=60)))
+    await asyncio.sleep(0.05)
+    discarded = await discard_failing(backend, [poison.id, fine.id, behind.id, uuid.uuid4()])
+    await asyncio.wait_for(waiter, 20)  # the relays are woken: what waited behind it may go
+    assert [(e.id, e.attempts, e.last_error, e.waiting_behind) for e in discarded] == [
+        (poison.id, 1, "refused for good", 1)
+    ]
+    assert [e.id for e in await failing(backend)] == [other.id]
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [behind]  # its aggregate goes on
+        # One a relay holds right now is skipped, not waited for.
+        await batch.mark_failed([PublishFailure(batch.events[0].id, "no confirm", timedelta(0))])
+    async with backend.outbox.claim_batch(10) as batch:
+        assert [r.envelope for r in batch.events] == [behind]
+        assert await discard_failing(backend, [behind.id]) == []
+        await batch.mark_published([r.id for r in batch.events])
+    assert await discard_failing(backend, [poison.id]) == []  # gone already
+    assert await count_failing(backend) == FailingCounts(failing=1, backing_off=1)
+
+
 async def test_a_backoff_runs_from_when_the_failure_is_recorded_not_from_the_claim(backend: Backend) -> None:
     slow = event("S", 1)
     await stage(backend, slow)

@@ -212,6 +212,33 @@ async def test_failing_outbox_events_are_listed_and_their_backoff_ended(tmp_path
         ]
 
 
+async def test_a_failing_event_that_can_never_go_is_discarded_and_its_aggregate_goes_on(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """``craig outbox discard`` as a process on real PostgreSQL: the event is deleted with its
+    audit entry, the one behind it is due, and an id that is not failing is named (exit 1)."""
+    poison, behind = event("P", 1), event("P", 2)
+    async with postgres_backend(pg_url) as backend:
+        uow = backend.uow()
+        async with uow:
+            await uow.outbox.stage_many([poison, behind])
+            await uow.commit()
+        async with backend.outbox.claim_batch(10) as batch:
+            claimed = {r.envelope.id: r.id for r in batch.events}
+            await batch.mark_failed([PublishFailure(claimed[poison.id], "refused for good", timedelta(hours=1))])
+        env = production(tmp_path, pg_url)
+        unknown = uuid.uuid4()
+        discarded = craig("outbox", "discard", "--id", str(poison.id), "--id", str(unknown), env=env)
+        assert discarded.returncode == 1 and "not discarded (not a failing event" in discarded.stderr
+        assert str(unknown) in discarded.stderr
+        assert discarded.stdout.startswith(f"discarded {poison.id}  tests.happened aggregate=test:P attempts=1 ")
+        assert "last_error: refused for good" in discarded.stdout and discarded.stdout.endswith("\n1 discarded\n")
+        async with backend.outbox.claim_batch(10) as batch:
+            assert [r.envelope.id for r in batch.events] == [behind.id]  # its aggregate goes on
+        assert craig("outbox", "failing", env=env).stdout == "0 failing events\n"
+        assert await operator_entries(pg_url) == [operator("outbox_discard", "outbox_event", None, [str(poison.id)])]
+
+
 async def test_a_retry_of_every_failing_event_says_when_some_still_back_off(tmp_path: Path, pg_url: str) -> None:
     """``--all`` stops at ``--limit``: what it left backing off is counted on stderr (exit 1),
     and a run again takes the rest."""

@@ -91,6 +91,17 @@ class MemoryOutboxWriter(OutboxWriter):
             tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL))
         return _failing_events(tx.rows(TABLE), [tx.get(TABLE, row.id) for row in chosen])
 
+    async def discard_failing(self, event_ids: Sequence[UUID]) -> list[FailingEvent]:
+        tx = await self.session.tx()
+        wanted, held = set(event_ids), tx.db.held(TABLE)
+        chosen = [r for r in _failing_rows(tx.rows(TABLE)) if r.id in wanted and r.id not in held]
+        discarded = _failing_events(tx.rows(TABLE), chosen)
+        for row in chosen:
+            tx.delete(TABLE, row.id)
+        if chosen:  # the events behind them may go now
+            tx.after_commit(lambda: tx.db.notifier.notify(CHANNEL))
+        return discarded
+
 
 def _failing_rows(rows: Iterable[OutboxRow]) -> list[OutboxRow]:
     return sorted((r for r in rows if r.published_at is None and r.attempts > 0), key=lambda r: r.seq)

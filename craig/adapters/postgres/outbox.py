@@ -242,6 +242,23 @@ _RETRY_FAILING = text(
 )
 
 
+# Rows a relay holds (being published right now) are skipped, never waited for.
+_DISCARD_FAILING = text(
+    f"""
+    WITH chosen AS (
+        SELECT o.id, o.seq FROM event_outbox o
+         WHERE o.id = ANY(CAST(:ids AS uuid[])) AND o.published_at IS NULL AND o.attempts > 0
+           FOR UPDATE SKIP LOCKED
+    ), shown AS (
+        SELECT {_FAILING_COLUMNS} FROM event_outbox o JOIN chosen USING (id)
+    ), gone AS (
+        DELETE FROM event_outbox o USING chosen WHERE o.id = chosen.id RETURNING o.id
+    )
+    SELECT shown.* FROM shown JOIN gone USING (id) ORDER BY shown.seq
+    """
+)
+
+
 def _failing(row: Mapping[str, Any]) -> FailingEvent:
     return FailingEvent(
         id=row["id"],
@@ -299,6 +316,13 @@ class PostgresOutboxWriter(OutboxWriter):
         if retried:  # wake the relays when this commits, as a staged event does
             await self.session.execute(_WAKE_RELAYS)
         return retried
+
+    async def discard_failing(self, event_ids: Sequence[UUID]) -> list[FailingEvent]:
+        rows = await self.session.execute(_DISCARD_FAILING, {"ids": list(event_ids)})
+        discarded = [_failing(row) for row in rows.mappings()]
+        if discarded:  # the events behind them may go now
+            await self.session.execute(_WAKE_RELAYS)
+        return discarded
 
 
 class _PostgresBatch(OutboxBatch):

@@ -15,13 +15,13 @@ from craig.entrypoints.runtime import running
 from craig.ports.outbox import FailingEvent
 
 
-@click.group("outbox", short_help="Failing outbox events: list and retry.")
+@click.group("outbox", short_help="Failing outbox events: list, retry and discard.")
 def outbox_group() -> None:
     """Events of the transactional outbox whose publish failed (the broker down, a nack, a
     timeout). Each is retried by the relays with a backoff of 1 s doubling to 5 min, and the
     younger events of its aggregate wait behind it, so that order per aggregate holds. `craig
-    status` counts them (failing events); these commands show which they are and end their
-    backoff. They reach the database only.
+    status` counts them (failing events); these commands show which they are, end their
+    backoff, or discard one that can never go. They reach the database only.
     """
 
 
@@ -94,6 +94,39 @@ async def retry_failing_events(container: Container, ids: Sequence[uuid.UUID] | 
         click.echo(
             "craig: not retried (not a failing event backing off: due already, published, unknown, or held "
             "right now by a relay publishing it or another retry): " + ", ".join(map(str, missing)),
+            err=True,
+        )
+        return ExitCode.ACTION_NEEDED
+    return ExitCode.OK
+
+
+@outbox_group.command(
+    epilog=exit_codes(action_needed="an --id given was not discarded (named on stderr)"),
+)
+@ids_option("EVENT_ID", "A failing event's id, as `craig outbox failing` lists it", required=True)
+def discard(ids: tuple[uuid.UUID, ...]) -> int:
+    """Discard failing events that can never be published (a stored envelope this version
+    cannot read, an event the broker refuses for good), so that the events of their aggregate
+    waiting behind them go on. The event is deleted: its consumers never receive it, so
+    retry first when the cause can be fixed. Each event is named with --id (there is no --all).
+    Recorded in the audit trail (outbox_discard, naming the events) in the same transaction.
+    The discarded events are listed on stdout as they were, then the count; an id that is not a
+    failing event (published, never failed, unknown) or that a relay is publishing right now is
+    named on stderr."""
+    return run(discard_failing_events(bootstrap(), ids))
+
+
+async def discard_failing_events(container: Container, ids: Sequence[uuid.UUID]) -> int:
+    async with running(container, parts=("database",)):
+        discarded = await container.failing_events().discard(ids)
+    for event in discarded:
+        _print_event("discarded ", event)
+    echo(f"{len(discarded)} discarded")
+    missing = sorted(set(ids) - {event.id for event in discarded}, key=str)
+    if missing:
+        click.echo(
+            "craig: not discarded (not a failing event: published, never failed, unknown, or held right now by a "
+            "relay publishing it or a retry): " + ", ".join(map(str, missing)),
             err=True,
         )
         return ExitCode.ACTION_NEEDED

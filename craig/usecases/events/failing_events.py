@@ -5,7 +5,10 @@ capped exponential backoff (1 s doubling to 5 min), and the younger events of it
 behind it so that order per aggregate holds. ``craig status`` counts them; ``craig outbox
 failing`` shows which they are, why they failed and what waits behind each, and ``craig outbox
 retry`` makes them due now once the cause is fixed, instead of waiting out the backoff. Each
-retry is recorded as ``outbox_retry`` by the operator, in the same transaction.
+retry is recorded as ``outbox_retry`` by the operator, in the same transaction. An event that can
+never go (a stored envelope this version cannot read, one the broker refuses for good) is
+removed by ``craig outbox discard``, recorded as ``outbox_discard``, so that the events of its
+aggregate behind it go on.
 """
 
 from __future__ import annotations
@@ -83,3 +86,26 @@ class FailingEvents:
             counts = await uow.outbox.count_failing()
             await uow.commit()
         return RetryReport(retried, counts.backing_off)
+
+    async def discard(self, event_ids: Sequence[UUID]) -> list[FailingEvent]:
+        """Delete those of ``event_ids`` that are failing and not held right now, in one
+        transaction with ``outbox_discard`` entries naming them (one per
+        ``AUDIT_MAX_RESOURCE_IDS``); returns them as they were. Another id (published, never
+        failed, unknown, or held by a relay right now) changes nothing and is not returned."""
+        uow = self.uow_factory()
+        async with uow:
+            discarded = await uow.outbox.discard_failing(sorted(set(event_ids), key=str))
+            ids = [event.id for event in discarded]
+            entries = [
+                operator_entry(
+                    AuditAction.OUTBOX_DISCARD,
+                    OUTBOX_EVENT,
+                    None,
+                    resource_ids=ids[start : start + AUDIT_MAX_RESOURCE_IDS],
+                )
+                for start in range(0, len(ids), AUDIT_MAX_RESOURCE_IDS)
+            ]
+            if entries:
+                await uow.audit.append(entries)
+            await uow.commit()
+        return discarded
