@@ -45,7 +45,29 @@ def event(aggregate: str) -> EventEnvelope:
     )
 
 
-async def test_an_unreadable_row_fails_alone_and_shows_as_failing(pg_url: str) -> None:
+#: How a row comes to be unreadable, and a word its last error then holds.
+EDITS = {
+    "a key missing": ("UPDATE event_outbox SET envelope = envelope - 'occurred_at' WHERE id = :id", "occurred_at"),
+    # The pool's JSON codec refuses these before any envelope is built.
+    "a huge integer": (
+        "UPDATE event_outbox SET envelope = jsonb_set(envelope, '{payload}', "
+        "jsonb_build_object('n', CAST(repeat('9', 5000) AS numeric))) WHERE id = :id",
+        "digits",
+    ),
+    "nested too deep": (
+        "UPDATE event_outbox SET envelope = jsonb_set(envelope, '{payload}', "
+        "jsonb_build_object('n', CAST(repeat('[', 3000) || repeat(']', 3000) AS jsonb))) WHERE id = :id",
+        "RecursionError",
+    ),
+    "another aggregate": (
+        "UPDATE event_outbox SET envelope = jsonb_set(envelope, '{aggregate_id}', '\"elsewhere\"') WHERE id = :id",
+        "names the aggregate",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+async def test_an_unreadable_row_fails_alone_and_shows_as_failing(pg_url: str, edit: str) -> None:
     async with postgres_backend(pg_url) as backend:
         bad, behind_bad = event("bad"), event("bad")
         others = [event(f"good-{n}") for n in range(5)]
@@ -56,9 +78,7 @@ async def test_an_unreadable_row_fails_alone_and_shows_as_failing(pg_url: str) -
             await uow.commit()
         assert backend.postgres is not None
         async with backend.postgres.transaction() as conn:
-            await conn.execute(
-                text("UPDATE event_outbox SET envelope = envelope - 'occurred_at' WHERE id = :id"), {"id": bad.id}
-            )
+            await conn.execute(text(EDITS[edit][0]), {"id": bad.id})
 
         publisher = Recorder()
         report = await OutboxRelay(backend.outbox, publisher, batch_size=100).drain_once()
@@ -70,7 +90,7 @@ async def test_an_unreadable_row_fails_alone_and_shows_as_failing(pg_url: str) -
             (failing,) = await uow.outbox.failing(10)
         assert failing.id == bad.id and failing.attempts == 1 and failing.waiting_behind == 1
         assert failing.last_error is not None and failing.last_error.startswith(UNREADABLE_ENVELOPE)
-        assert "occurred_at" in failing.last_error
+        assert EDITS[edit][1] in failing.last_error, failing.last_error
         stats = await backend.outbox.stats()
         assert (stats.pending, stats.failing) == (2, 1)
 

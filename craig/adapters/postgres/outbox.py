@@ -135,7 +135,7 @@ _CLAIM = text(
         SELECT d.key FROM (SELECT DISTINCT key FROM candidates) AS d
          WHERE pg_try_advisory_xact_lock({RELAY_LOCK_CLASS}, d.key)
     )
-    SELECT c.id, c.seq, c.envelope, c.attempts, c.aggregate_type, c.aggregate_id
+    SELECT c.id, c.seq, c.envelope::text AS envelope, c.attempts, c.aggregate_type, c.aggregate_id
       FROM candidates c
      WHERE c.key IN (SELECT key FROM mine)
      ORDER BY c.seq
@@ -366,14 +366,21 @@ class PostgresOutboxRelayStore(OutboxRelayStore):
             rows = (await conn.execute(_CLAIM, {"limit": limit})).mappings().all()
             records: list[OutboxRecord] = []
             unreadable: list[UnreadableEvent] = []
-            # An unreadable row holds up its own aggregate's younger events, as a failure would.
+            # The envelope comes as text and is parsed here, row by row (as the inbox's are): a
+            # row the pool's codec could not decode (an integer of over 4,300 digits, JSON
+            # nested too deep) fails alone, and so does one whose envelope names another
+            # aggregate than its row (edited by hand), by which the claim orders it. Either holds
+            # up its aggregate's younger events, as a failed publish does.
             oldest_outside: dict[tuple[str, str], int] = {}
             for row in rows:
+                aggregate = (row["aggregate_type"], row["aggregate_id"])
                 try:
-                    records.append(OutboxRecord(row["id"], row["seq"], _envelope(row["envelope"]), row["attempts"]))
+                    record = OutboxRecord(row["id"], row["seq"], _envelope(row["envelope"]), row["attempts"])
+                    if record.aggregate != aggregate:
+                        raise ValueError(f"its envelope names the aggregate {record.aggregate}, its row {aggregate}")
+                    records.append(record)
                 except (ValueError, KeyError, TypeError, RecursionError) as error:
                     unreadable.append(UnreadableEvent(row["id"], row["attempts"], f"{type(error).__name__}: {error}"))
-                    aggregate = (row["aggregate_type"], row["aggregate_id"])
                     oldest_outside[aggregate] = min(row["seq"], oldest_outside.get(aggregate, row["seq"]))
             if records:
                 aggregates = sorted({r.aggregate for r in records})
