@@ -199,9 +199,10 @@ async def test_a_slow_hand_over_of_the_claim_leaves_no_post_open_past_the_lease(
 ) -> None:
     """The lease starts on the database when the pass runs; the claim reaches the worker later
     (the pass waits for locks, its partners are read through the pool). The deadline counts from
-    before the pass: counted from the hand-over, a POST could still be open when the lease ended,
-    and the job was taken back and POSTed again while the first was open (seen: twice, 2 s apart,
-    the first outcome dropped as a lease lost)."""
+    when the pass was sent: counted from the hand-over, a POST could still be open when the lease
+    ended, and the job was taken back and POSTed again while the first was open (seen: twice,
+    2 s apart, the first outcome dropped as a lease lost). Now the first send is cut at the
+    deadline, inside its lease, and recorded as a timeout; the retry is sent once it is over."""
     backend, fake, partner, url = env
     fake.delay_seconds = 3.0  # inside the deadline (4 s lease: 3.6 s), counted from the hand-over
     [job] = await jobs(backend, partner, 1)
@@ -218,10 +219,32 @@ async def test_a_slow_hand_over_of_the_claim_leaves_no_post_open_past_the_lease(
     async with worker_on(url, lease=timedelta(seconds=4)) as (worker, outcomes):
         await run_until([worker], all_final(backend, [job.id]))
         await asyncio.sleep(2)  # a second POST of the same job would arrive now
-    assert slowed and [r.correlation_id for r in fake.received] == [str(job.correlation_id)]
-    assert outcomes["deferred"] == 1  # too little of the first lease was left: given back, sent on the next
+    assert slowed and [r.correlation_id for r in fake.received] == [str(job.correlation_id)] * 2
+    assert outcomes == {"retry": 1, "sent": 1}  # the first outcome recorded (a timeout), not dropped
     [done] = await current(backend, [job.id])
-    assert done.status is JobStatus.SENT and fake.delivered[str(job.correlation_id)] == 1
+    assert done.status is JobStatus.SENT and done.attempts == 2
+    first, second = fake.received
+    assert second.at - first.at >= 3.6 - 2.5  # not before the first send was cut, inside its lease
+
+
+async def test_passes_that_are_always_slow_still_send_in_what_is_left_of_the_lease(
+    env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every pass takes more than half the deadline (a pool under steady pressure): the job is
+    sent in the time left, not given back unsent pass after pass for ever."""
+    backend, fake, partner, url = env
+    [job] = await jobs(backend, partner, 1)
+    real_partners_of = PostgresSendJobQueue._partners_of
+
+    async def always_slow(self: PostgresSendJobQueue, ids: Any) -> Any:
+        if ids:
+            await asyncio.sleep(2.2)  # of a 3.6 s deadline
+        return await real_partners_of(self, ids)
+
+    monkeypatch.setattr(PostgresSendJobQueue, "_partners_of", always_slow)
+    async with worker_on(url, lease=timedelta(seconds=4)) as (worker, outcomes):
+        await run_until([worker], all_final(backend, [job.id]))
+    assert outcomes == {"sent": 1} and fake.delivered[str(job.correlation_id)] == 1
 
 
 async def test_a_worker_killed_mid_dispatch_is_taken_over_after_its_lease(env: Any) -> None:

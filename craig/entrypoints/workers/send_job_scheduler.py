@@ -60,10 +60,10 @@ class _Ready:
     #: Monotonic, when the claim came back: its rate-limit slot's time counts from here (the slot
     #: was reserved by the pass, so no later than this).
     claimed_at: float
-    #: Monotonic, when the pass was asked for: the lease started on the database after this
-    #: (the pass statement's ``now()``), so the dispatch deadline counts from here. The pass may
-    #: wait for locks and the pool before it answers: counted from its answer, a deadline could
-    #: outlive the lease, and another worker take the job over while its POST is still open.
+    #: Monotonic, when the pass statement was sent: the lease started on the database after this
+    #: (the statement's ``now()``), so the dispatch deadline counts from here. The pass may wait
+    #: for locks and the pool before its claims arrive: counted from their arrival, a deadline
+    #: could outlive the lease, and another worker take the job over while its POST is open.
     leased_from: float
 
 
@@ -111,6 +111,8 @@ class SendJobScheduler:
         self._flusher: asyncio.Task[None] | None = None
         self._waiting_since = 0.0  # monotonic time the oldest unrecorded outcome was queued
         self._next_recovery = 0.0
+        #: Monotonic, when the last pass statement was sent (see :attr:`_Ready.leased_from`).
+        self._pass_sent_at = 0.0
         #: The logger of the per-job line, bound once a pass rather than once a line (binding the
         #: module's lazy logger builds a new one each time); a pass picks up a new configuration.
         self._job_log: Any = log.bind()
@@ -153,9 +155,14 @@ class SendJobScheduler:
             except TimeoutError:
                 pass
             return True
-        leased_from = time.monotonic()
         claims = await self.claim(room)
-        claimed_at = time.monotonic()
+        claimed_at, leased_from = time.monotonic(), self._pass_sent_at
+        if claims and claimed_at - leased_from > self._deadline / 4:
+            log.warning(
+                "a send-job pass was slow: its jobs have that much less of their lease to be sent in",
+                seconds=round(claimed_at - leased_from, 3),
+                jobs=len(claims),
+            )
         self._ready.extend(_Ready(claim, claimed_at, leased_from) for claim in claims)
         self._start_ready()
         return bool(claims)
@@ -226,6 +233,7 @@ class SendJobScheduler:
     async def claim(self, limit: int) -> list[Claim]:
         await self._recover_if_due()
         outcomes, self._outcomes = self._outcomes, []
+        self._pass_sent_at = time.monotonic()  # the leases of its claims start after this
         try:
             result = await self._queue.run_pass(outcomes, limit, self.policy.lease, self.policy.max_rate_wait)
         except BaseException:
@@ -301,7 +309,10 @@ class SendJobScheduler:
         # Finish well inside the lease, so no other worker takes the job over while it is sent.
         claim = ready.claim
         deadline = ready.leased_from + self._deadline
-        too_late = deadline - time.monotonic() < self._deadline / 2  # waited too long in the ready queue
+        now = time.monotonic()
+        # Given back unsent: a job that waited more than half its deadline in the ready queue, or
+        # whose lease a slow pass used up. Any other is sent under what is left of its deadline.
+        too_late = now - ready.claimed_at > self._deadline / 2 or deadline <= now
         task = asyncio.current_task()
         assert task is not None
         # A sender runs many jobs: the watchdog's cancellation of this one must not outlive it.
