@@ -258,3 +258,35 @@ async def test_a_connection_the_server_drops_is_retried_on_a_fresh_one() -> None
         with pytest.raises(ObjectStoreUnavailable):
             await store.head("a/b.txt")
         assert len(dropping.accepted) == 1 + OBJECT_STORE_RETRIES
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (408, ObjectStoreUnavailable),  # a request timeout: a retry may outlive it
+        (429, ObjectStoreUnavailable),  # throttling
+        (503, ObjectStoreUnavailable),
+        (403, ObjectStoreDefect),  # access denied: an operator must act
+    ],
+)
+async def test_a_head_answered_without_a_body_is_classified_by_its_status(status: int, error: type[Exception]) -> None:
+    """A HEAD's answer has no body, so no S3 error code: the status alone says whether a retry
+    may outlive it. A throttled HEAD was a defect, which the scanner reads as a refusal of that
+    one object for good (and an upload answered 500 with an incident, not a retryable 503)."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass  # the request line and headers
+        writer.write(f"HTTP/1.1 {status} Whatever\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-status", secure=False, region="us-east-1")
+        with pytest.raises(error):
+            await store.head("cases/contacts/a/b.txt")
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -52,6 +52,9 @@ T = TypeVar("T")
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchObject", "ResourceNotFound", "NotFound"})
 #: S3 error codes a retry may outlive (they come with a 5xx, or a 4xx for a slow request).
 _TRANSIENT_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})
+#: HTTP statuses a retry may outlive though under 500: a request timeout and throttling (a HEAD's
+#: answer has no body, so no S3 code says ``RequestTimeout`` or ``SlowDown`` there).
+_TRANSIENT_STATUSES = frozenset({408, 429})
 # ValueError: the SDK validates arguments such as the bucket name (a configuration error).
 _FAILURES = (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError)
 
@@ -98,7 +101,7 @@ def translate(error: BaseException, endpoint: str) -> PortError:
     if isinstance(error, MinioException):
         status = _status(error)
         code = error.code if isinstance(error, S3Error) else None
-        if code in _TRANSIENT_CODES or status is None or status >= 500:
+        if code in _TRANSIENT_CODES or status is None or status >= 500 or status in _TRANSIENT_STATUSES:
             return ObjectStoreUnavailable(detail)
     return ObjectStoreDefect(detail)
 
