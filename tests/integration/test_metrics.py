@@ -22,6 +22,7 @@ from tests.support import apps
 from tests.support.apps import live_server, make_container, make_settings, serving
 from tests.support.metrics import http_requests_counted
 from tests.support.plans import capturing_statements, explain_captured, plan_nodes, rows_examined
+from tests.support.tracing import memory_spans
 
 pytestmark = pytest.mark.integration
 
@@ -85,11 +86,18 @@ async def test_a_method_of_nobody_s_adds_no_label(tmp_path: Path) -> None:
     before = http_requests_counted(metrics.OTHER_METHOD, metrics.UNMATCHED_ROUTE, 405)
     app = create_app(make_container(make_settings("memory", tmp_path)), manage_runtime=False)
     transport = httpx.ASGITransport(app=app)  # no HTTP parser between the client and the app
-    async with httpx.AsyncClient(transport=transport, base_url="http://craig") as client:
-        for invented in ("BREW", "X-7F3A9C"):
-            assert (await client.request(invented, "/health/live")).status_code == 405
+    sampled = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}  # forces a span
+    with memory_spans() as spans:
+        async with httpx.AsyncClient(transport=transport, base_url="http://craig") as client:
+            for invented in ("BREW", "X-7F3A9C"):
+                assert (await client.request(invented, "/health/live", headers=sampled)).status_code == 405
+        finished = spans.get_finished_spans()
     assert http_requests_counted(metrics.OTHER_METHOD, metrics.UNMATCHED_ROUTE, 405) == before + 2
     assert http_requests_counted("BREW", metrics.UNMATCHED_ROUTE, 405) == 0
+    # Nor a span name: OpenTelemetry's HTTP and _OTHER, the original kept aside.
+    servers = [s for s in finished if (s.attributes or {}).get("http.request.method_original")]
+    assert sorted((s.name, (s.attributes or {})["http.request.method"]) for s in servers) == [("HTTP", "_OTHER")] * 2
+    assert sorted((s.attributes or {})["http.request.method_original"] for s in servers) == ["BREW", "X-7F3A9C"]
 
 
 async def test_the_api_does_not_export_the_workers_readiness(tmp_path: Path) -> None:

@@ -117,6 +117,14 @@ class RequestContext:
         info = RequestInfo(request_id_from(given_id), request_client_ip(scope, self.trusted_proxies), started)
         request_id = info.request_id.encode()
         method = str(scope.get("method", ""))
+        # What a client sends may be any token (h11, other ASGI servers): spans, metrics and the
+        # access line name a known method, or _OTHER with the original kept aside (OpenTelemetry's
+        # convention), so an invented method adds no span name or label of its own.
+        known = method in metrics.KNOWN_METHODS
+        label = method if known else metrics.OTHER_METHOD
+        span_attributes = {"http.request.method": label, "craig.request_id": info.request_id}
+        if not known:
+            span_attributes["http.request.method_original"] = method
         head = method == "HEAD"
         if head:  # a GET whose content is not sent (RFC 9110, 9.3.2); the routes know only GET
             scope = cast(Scope, {**scope, "method": "GET", HEAD_KEY: True})
@@ -142,10 +150,10 @@ class RequestContext:
             with (
                 originating(info.request_id),
                 span(
-                    method,
+                    method if known else "HTTP",
                     kind=SpanKind.SERVER,
                     parent=traceparent,
-                    attributes={"http.request.method": method, "craig.request_id": info.request_id},
+                    attributes=span_attributes,
                     exception_is_error=False,  # a 4xx problem is no error of the server's
                 ) as current_span,
             ):
@@ -156,18 +164,18 @@ class RequestContext:
                 finally:
                     route = scope.get("path_template")
                     if route:
-                        current_span.rename(f"{method} {route}")
+                        current_span.rename(f"{method if known else 'HTTP'} {route}")
                         current_span.set("http.route", str(route))
                     current_span.set("http.response.status_code", status or 500)
                     if (status or 500) >= 500:
                         current_span.failed(f"answered {status or 500}")
         finally:
             _current.reset(token)
-            self._done(scope, method, info, status or 500)
+            self._done(scope, label, method, info, status or 500)
 
-    def _done(self, scope: Scope, method: str, info: RequestInfo, status: int) -> None:
+    def _done(self, scope: Scope, label: str, method: str, info: RequestInfo, status: int) -> None:
+        """``label``: the method as metrics and logs name it (``_OTHER`` for an unknown one)."""
         route = str(scope.get("path_template") or metrics.UNMATCHED_ROUTE)
-        label = method if method in metrics.KNOWN_METHODS else metrics.OTHER_METHOD
         elapsed = time.perf_counter() - info.started
         counted = self._counted.get((label, route, status))
         if counted is None:
@@ -181,7 +189,8 @@ class RequestContext:
             user = scope.get("user")
             access_log.info(
                 "request",
-                method=method,
+                method=label,
+                **({} if label == method else {"method_original": method}),
                 route=scope.get("path_template"),
                 status=status,
                 duration_ms=round(elapsed * 1000, 3),
