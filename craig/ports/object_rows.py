@@ -41,9 +41,11 @@ class PendingStats:
 class ObjectRows(Protocol):
     """Every method runs in the unit of work's transaction; the caller commits."""
 
-    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
+    async def pending_older_than(
+        self, grace: timedelta, limit: int, after: tuple[datetime, UUID] | None = None
+    ) -> Sequence[PendingObject]:
         """Up to ``limit`` ``pending`` rows created before the DATABASE clock's ``now - grace``,
-        oldest first."""
+        oldest first (by ``created_at``, then ``id``), after the row ``after`` names when given."""
         ...
 
     async def mark_present(self, row_id: UUID) -> bool:

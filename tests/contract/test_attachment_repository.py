@@ -136,6 +136,9 @@ async def test_pending_rows_older_than_grace_and_stats(backend: Backend) -> None
         assert [p.id for p in due] == [old[0].id, old[1].id]
         assert (due[0].object_key, due[0].size, due[0].parent_id) == (old[0].object_key, 10, contact.id)
         assert len(await uow.attachments.pending_older_than(timedelta(0), limit=10)) == 4
+        # After a row: the ones after it in (created_at, id) order, as the scanner resumes.
+        rest = await uow.attachments.pending_older_than(timedelta(0), 10, after=(due[1].created_at, due[1].id))
+        assert [p.id for p in rest] == [old[2].id, young.id]
         stats = await uow.attachments.pending_stats()
         assert stats.pending == 4 and stats.oldest_pending_created_at == old[0].created_at
         assert stats.failed == 1

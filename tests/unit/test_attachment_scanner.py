@@ -141,6 +141,47 @@ async def test_a_store_refusing_every_object_is_asked_a_bounded_number_of_times_
     assert set((await statuses(world)).values()) == {ObjectStatus.PENDING}
 
 
+async def test_however_many_rows_the_store_refuses_the_ones_after_them_are_reached(world: World) -> None:
+    """Passes resume after the last row looked at: refused rows, oldest first, never hold back
+    the rows behind them, and the orphan sweep runs in every pass."""
+    refused = []
+    for i in range(ATTACHMENT_SCAN_MAX_REFUSALS + 3):
+        refused.append(await pending_row(world, f"bad{i}.txt"))
+        await world.store.put(refused[-1].object_key, b"12345", "text/plain")
+        world.clock.advance(timedelta(seconds=1))  # rows in creation order
+    good = await pending_row(world, "good.txt")
+    await world.store.put(good.object_key, b"12345", "text/plain")
+    orphan = f"cases/contacts/{uuid.uuid4()}/{uuid.uuid4()}/{uuid.uuid4()}/orphan.txt"
+    await world.store.put(orphan, b"x", "text/plain")
+    world.clock.advance(GRACE * 2)
+    store = RefusingSome(world, {row.object_key for row in refused})
+    scanner = AttachmentScanner(store, world.uow, world.clock, GRACE, REGISTERED_TABLES)
+    first = await scanner.run_once()  # stops at the cap, but sweeps
+    assert (first.store_errors, first.present, first.orphans_removed) == (ATTACHMENT_SCAN_MAX_REFUSALS, 0, 1)
+    second = await scanner.run_once()  # goes on after them
+    assert (second.store_errors, second.present) == (3, 1)
+    assert (await statuses(world))["good.txt"] is ObjectStatus.PRESENT
+    store.refused.clear()
+    third = await scanner.run_once()  # past the end it started again from the oldest: asked again
+    assert (third.present, third.store_errors) == (len(refused), 0)
+
+
+async def test_a_full_batch_runs_again_at_once_after_the_rows_it_looked_at(world: World) -> None:
+    bad = await pending_row(world, "bad.txt")
+    world.clock.advance(timedelta(seconds=1))
+    rows = []
+    for i in range(9):
+        rows.append(await pending_row(world, f"r{i}.txt"))
+        world.clock.advance(timedelta(seconds=1))
+        await world.store.put(rows[-1].object_key, b"12345", "text/plain")
+    world.clock.advance(GRACE * 2)
+    store = RefusingSome(world, {bad.object_key})
+    scanner = AttachmentScanner(store, world.uow, world.clock, GRACE, REGISTERED_TABLES, batch_size=5)
+    reports = [await scanner.run_once() for _ in range(3)]
+    assert [(r.present, r.store_errors, r.more) for r in reports] == [(4, 1, True), (5, 0, True), (0, 0, False)]
+    assert set((await statuses(world)).values()) == {ObjectStatus.PRESENT, ObjectStatus.PENDING}
+
+
 async def test_orphans_older_than_grace_are_removed_and_nothing_else(world: World) -> None:
     kept = await pending_row(world, "kept.txt")
     await world.store.put(kept.object_key, b"12345", "text/plain")

@@ -121,10 +121,16 @@ class MemoryAttachmentRepository(AttachmentRepository):
         return keyset_page([self._attachment(row) for row in rows[: keyset.limit + 1]], keyset, attachment_key)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
-    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
+    async def pending_older_than(
+        self, grace: timedelta, limit: int, after: tuple[datetime, UUID] | None = None
+    ) -> Sequence[PendingObject]:
         cutoff = self.session.db.now() - grace
         rows = sorted(
-            (row for row in await self._rows(ObjectStatus.PENDING) if row.created_at < cutoff),
+            (
+                row
+                for row in await self._rows(ObjectStatus.PENDING)
+                if row.created_at < cutoff and (after is None or (row.created_at, row.id) > after)
+            ),
             key=lambda row: (row.created_at, row.id),
         )
         return [_scanned(row) for row in rows[:limit]]

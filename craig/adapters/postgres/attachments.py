@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -57,6 +57,7 @@ _PENDING = text(
     """
     SELECT id, contact_id, object_key, file_size, created_at FROM contact_attachments
      WHERE object_status = 'pending' AND created_at < now() - make_interval(secs => :grace)
+       AND (CAST(:after_at AS timestamptz) IS NULL OR (created_at, id) > (:after_at, :after_id))
      ORDER BY created_at, id LIMIT :limit
     """
 )
@@ -171,8 +172,13 @@ class PostgresAttachmentRepository(AttachmentRepository):
         return Page(items=items, page=page.page, per_page=page.per_page, total=total)
 
     # --- the scanner's view (ObjectRows) ------------------------------------------------------
-    async def pending_older_than(self, grace: timedelta, limit: int) -> Sequence[PendingObject]:
-        result = await self.session.execute(_PENDING, {"grace": grace.total_seconds(), "limit": limit})
+    async def pending_older_than(
+        self, grace: timedelta, limit: int, after: tuple[datetime, UUID] | None = None
+    ) -> Sequence[PendingObject]:
+        after_at, after_id = after if after is not None else (None, None)
+        result = await self.session.execute(
+            _PENDING, {"grace": grace.total_seconds(), "limit": limit, "after_at": after_at, "after_id": after_id}
+        )
         return [
             PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
             for r in result.mappings()

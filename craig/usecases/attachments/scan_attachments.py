@@ -9,9 +9,12 @@ For each registered table, every pass:
   are kept for an operator, and never served. A store error -> the row is left as it is and the
   pass stops for that table; the next pass retries. A store that refuses ONE row's object for
   good (access denied to that object, a key it will not take) -> that row stays ``pending``, is
-  logged with its id, and the pass goes on with the next rows, so one such row holds up no
-  other; after ``ATTACHMENT_SCAN_MAX_REFUSALS`` refusals in a pass the store is taken to refuse
-  them all (wrong credentials, no bucket) and the table waits for the next pass.
+  logged with its id, and the pass goes on with the next rows. Passes walk the pending rows in
+  order and resume after the last row looked at, starting again from the oldest once past the
+  end, so however many rows the store refuses, the ones after them are reached and a refused
+  row is asked again once a round. After ``ATTACHMENT_SCAN_MAX_REFUSALS`` refusals in a pass
+  (the store may refuse every object: wrong credentials, no bucket) the rows wait for the next
+  pass.
 * objects under the table's prefix with no row, last modified before ``now - grace`` -> deleted.
   Rows are committed before their blob is put (Phase 1), so an object without a row can only
   be left over (a put that "failed" but landed, a deleted contact), never in flight. The sweep
@@ -26,6 +29,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
+from uuid import UUID
 
 import attrs
 import structlog
@@ -102,6 +106,8 @@ class AttachmentScanner:
         self.batch_size = batch_size
         self.sweep_keys_per_pass = sweep_keys_per_pass
         self._sweep_cursors: dict[str, str | None] = {}
+        #: Per table, the last pending row looked at (``created_at``, ``id``); None: the oldest next.
+        self._pending_cursors: dict[str, tuple[datetime, UUID] | None] = {}
 
     async def run_once(self) -> ScanReport:
         """One pass over every registered table."""
@@ -124,8 +130,11 @@ class AttachmentScanner:
         """False when the store failed (the rest waits for the next pass)."""
         uow = self.uow_factory()
         async with uow:
-            pending = await table.rows(uow).pending_older_than(self.grace, self.batch_size)
-        report.more = report.more or len(pending) >= self.batch_size
+            after = self._pending_cursors.get(table.name)
+            pending = await table.rows(uow).pending_older_than(self.grace, self.batch_size, after)
+        full = len(pending) >= self.batch_size
+        # Past the end: the next pass starts from the oldest again (a refused row is asked again).
+        self._pending_cursors[table.name] = None if not full else after
         refusals = 0
         for row in pending:
             try:
@@ -134,22 +143,32 @@ class AttachmentScanner:
                 report.store_errors += 1
                 log.warning("scanner: object store error; retrying next pass", table=table.name, error=str(error))
                 report.more = False
+                self._pending_cursors[table.name] = after  # this row first, next pass
                 return False
             except (ObjectStoreDefect, InvalidObjectKey) as error:
                 refusals += 1
                 report.store_errors += 1
-                report.more = False  # the same rows come first again: no pass at once after this one
                 log.error(
                     "scanner: the object store refuses this row's object; the row stays pending",
                     table=table.name,
                     row_id=str(row.id),
                     error=str(error),
                 )
+                after = (row.created_at, row.id)
+                if full:
+                    self._pending_cursors[table.name] = after
                 if refusals >= ATTACHMENT_SCAN_MAX_REFUSALS:
-                    log.error("scanner: the object store refuses every object; retrying next pass", table=table.name)
-                    return False
+                    # Perhaps every object is refused: the rest waits for the next pass, which
+                    # goes on after these rows.
+                    log.error("scanner: the object store refused many objects; the rest waits", table=table.name)
+                    self._pending_cursors[table.name] = after
+                    return True
                 continue
             await self._settle(table, uow, row, size, report)
+            after = (row.created_at, row.id)
+            if full:
+                self._pending_cursors[table.name] = after
+        report.more = report.more or full
         return True
 
     async def _settle(
