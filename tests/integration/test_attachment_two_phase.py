@@ -186,3 +186,34 @@ async def test_a_row_with_a_key_no_store_takes_holds_up_no_other(stack: Stack) -
     report = await stack.scanner(timedelta(0)).run_once()
     assert (report.present, report.store_errors) == (1, 1)
     assert await stack.statuses() == {"edited.txt": "pending", "stored.txt": "present"}
+
+
+async def test_a_store_without_its_bucket_deletes_no_row_as_never_stored(stack: Stack) -> None:
+    """Amazon S3 answers a HEAD with a bare 404 (no body, so no error code) for a missing bucket
+    as for a missing object, and the SDK reads it as a missing object. A deploy with a wrong
+    bucket name then read every stale pending row as never stored and deleted it, with an
+    upload_failed event each. The scanner first asks the store for its bucket. (SeaweedFS names
+    the missing bucket, so a loopback server answers as S3 does.)"""
+    _, contact = await stack.contact()
+    row = await stack.pending(contact, "waiting.txt", 5)
+
+    async def bare_404(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(bare_404, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        wrong = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-gone", secure=False, region="us-east-1")
+        assert await wrong.head(row.object_key) is None  # the bare 404, read as a missing object
+        report = await stack.scanner(timedelta(0), wrong).run_once()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert (report.missing, report.store_errors) == (0, 1)
+    assert await stack.statuses() == {"waiting.txt": "pending"}
+    assert await stack.sql("SELECT id FROM event_outbox WHERE event_type = :t", t=FAILED) == []
+    assert (await stack.scanner(timedelta(0)).run_once()).missing == 1  # the right bucket: never stored

@@ -136,6 +136,7 @@ class AttachmentScanner:
         # Past the end: the next pass starts from the oldest again (a refused row is asked again).
         self._pending_cursors[table.name] = None if not full else after
         refusals = 0
+        bucket_seen = False
         for row in pending:
             try:
                 size = await self.object_store.head(row.object_key)
@@ -164,6 +165,21 @@ class AttachmentScanner:
                     self._pending_cursors[table.name] = after
                     return True
                 continue
+            if size is None and not bucket_seen:
+                # S3 answers a HEAD with a bare 404 for a missing bucket as for a missing object:
+                # before the first row is deleted as never stored, the store must show that it
+                # still has its bucket (not so after a deploy with a wrong bucket name).
+                try:
+                    await self.object_store.ping()
+                except (ObjectStoreUnavailable, ObjectStoreDefect) as error:
+                    report.store_errors += 1
+                    log.error(
+                        "scanner: the store cannot show its bucket; nothing deleted", table=table.name, error=str(error)
+                    )
+                    report.more = False
+                    self._pending_cursors[table.name] = after  # this row first, next pass
+                    return False
+                bucket_seen = True
             await self._settle(table, uow, row, size, report)
             after = (row.created_at, row.id)
             if full:
