@@ -310,9 +310,12 @@ class SendJobScheduler:
         claim = ready.claim
         deadline = ready.leased_from + self._deadline
         now = time.monotonic()
-        # Given back unsent: a job that waited more than half its deadline in the ready queue, or
-        # whose lease a slow pass used up. Any other is sent under what is left of its deadline.
-        too_late = now - ready.claimed_at > self._deadline / 2 or deadline <= now
+        # Given back unsent (due at once, its attempt undone) when less than half the deadline is
+        # left, whether the job waited in the ready queue or a slow pass used it: a send cut
+        # short is a timeout, an attempt spent though the partner may have taken the job. So
+        # passes that are always slower than half the deadline send nothing (the warning above
+        # says so) until they are quick again.
+        too_late = deadline - now < self._deadline / 2
         task = asyncio.current_task()
         assert task is not None
         # A sender runs many jobs: the watchdog's cancellation of this one must not outlive it.
