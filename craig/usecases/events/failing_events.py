@@ -23,7 +23,7 @@ from craig.domain.audit import AuditAction
 from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.ports.outbox import FailingEvent, HasOutbox
 from craig.usecases.audit.record import AuditWork, operator_entry
-from craig.usecases.audit.resource_types import OUTBOX_EVENT
+from craig.usecases.audit.resource_types import CASE, OUTBOX_EVENT
 
 #: The ``resource_id`` of a retry of every failing event (``--all``).
 EVERY_FAILING_EVENT = "all"
@@ -88,24 +88,42 @@ class FailingEvents:
         return RetryReport(retried, counts.backing_off)
 
     async def discard(self, event_ids: Sequence[UUID]) -> list[FailingEvent]:
-        """Delete those of ``event_ids`` that are failing and not held right now, in one
-        transaction with ``outbox_discard`` entries naming them (one per
-        ``AUDIT_MAX_RESOURCE_IDS``); returns them as they were. Another id (published, never
-        failed, unknown, or held by a relay right now) changes nothing and is not returned."""
+        """Delete those of ``event_ids`` that are failing and not held right now; returns them
+        as they were. In the same transaction, an ``outbox_discard`` entry for each deleted
+        event (its id; its case when its aggregate is one, so that it shows in the case's
+        history), and entries naming the ids asked for that were not deleted (published, never
+        failed, unknown, or held by a relay right now): a mistyped or raced discard leaves its
+        trace too."""
+        wanted = sorted(set(event_ids), key=str)
         uow = self.uow_factory()
         async with uow:
-            discarded = await uow.outbox.discard_failing(sorted(set(event_ids), key=str))
-            ids = [event.id for event in discarded]
+            discarded = await uow.outbox.discard_failing(wanted)
             entries = [
+                operator_entry(AuditAction.OUTBOX_DISCARD, OUTBOX_EVENT, event.id, case_id=_case_of(event))
+                for event in discarded
+            ]
+            gone = {event.id for event in discarded}
+            missed = [ident for ident in wanted if ident not in gone]
+            entries += [
                 operator_entry(
                     AuditAction.OUTBOX_DISCARD,
                     OUTBOX_EVENT,
                     None,
-                    resource_ids=ids[start : start + AUDIT_MAX_RESOURCE_IDS],
+                    resource_ids=missed[start : start + AUDIT_MAX_RESOURCE_IDS],
                 )
-                for start in range(0, len(ids), AUDIT_MAX_RESOURCE_IDS)
+                for start in range(0, len(missed), AUDIT_MAX_RESOURCE_IDS)
             ]
             if entries:
                 await uow.audit.append(entries)
             await uow.commit()
         return discarded
+
+
+def _case_of(event: FailingEvent) -> UUID | None:
+    """The case an event is about, when its aggregate is a case."""
+    if event.aggregate_type != CASE:
+        return None
+    try:
+        return UUID(event.aggregate_id)
+    except ValueError:
+        return None
