@@ -406,15 +406,18 @@ class RabbitEventBus(EventBus):
         gate = asyncio.Semaphore(max(1, window))
 
         async def one(envelope: EventEnvelope) -> Exception | None:
-            if not recording():  # no span to make: the stored trace context goes in the headers
-                return await confirmed(envelope, _event_headers(envelope, {}))
-            with span(
-                f"publish {envelope.type}",
-                kind=SpanKind.PRODUCER,
-                parent=envelope.traceparent,
-                attributes=_message_attributes(envelope, self.events.name),
-            ) as current:
-                return await confirmed(envelope, _event_headers(envelope, current.headers))
+            try:
+                if not recording():  # no span to make: the stored trace context goes in the headers
+                    return await confirmed(envelope, _event_headers(envelope, {}))
+                with span(
+                    f"publish {envelope.type}",
+                    kind=SpanKind.PRODUCER,
+                    parent=envelope.traceparent,
+                    attributes=_message_attributes(envelope, self.events.name),
+                ) as current:
+                    return await confirmed(envelope, _event_headers(envelope, current.headers))
+            except Exception as error:  # its own headers or body cannot be made: it alone fails
+                return error
 
         async def confirmed(envelope: EventEnvelope, headers: dict[str, Any]) -> Exception | None:
             body = json.dumps(envelope.to_message()).encode()
