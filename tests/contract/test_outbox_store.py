@@ -433,7 +433,7 @@ async def test_events_staged_for_a_request_carry_its_id_and_trace_context(backen
     assert "traceparent" not in claimed["traced"].to_message()
 
 
-class _Rounds(Publisher):
+class Rounds(Publisher):
     """Records each ``publish_many`` call and refuses the events ``refuse`` picks (a nack)."""
 
     def __init__(self, refuse: Callable[[EventEnvelope], bool]) -> None:
@@ -456,7 +456,7 @@ async def test_a_batch_goes_out_one_event_per_aggregate_at_a_time_and_only_confi
     async with uow:
         await uow.outbox.stage_many(staged)
         await uow.commit()
-    publisher = _Rounds(lambda e: e.aggregate_id == "agg-1" and e.payload["n"] == 1)
+    publisher = Rounds(lambda e: e.aggregate_id == "agg-1" and e.payload["n"] == 1)
     report = await OutboxRelay(backend.outbox, publisher, batch_size=100, jitter=lambda: 0.0).drain_once()
     # Never two events of one aggregate in flight together; each aggregate's events in order.
     assert all(len({e.aggregate_id for e in call}) == len(call) for call in publisher.calls)

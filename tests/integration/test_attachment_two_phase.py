@@ -27,6 +27,7 @@ from craig.usecases.cases import OpenCase, RecordContact
 from tests.support.apps import free_port
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.files import png_bytes
+from tests.support.silent_servers import answering, loopback_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3]
 
@@ -196,23 +197,10 @@ async def test_a_store_without_its_bucket_deletes_no_row_as_never_stored(stack: 
     the missing bucket, so a loopback server answers as S3 does.)"""
     _, contact = await stack.contact()
     row = await stack.pending(contact, "waiting.txt", 5)
-
-    async def bare_404(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(bare_404, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
+    async with loopback_server(answering(404)) as port:
         wrong = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-gone", secure=False, region="us-east-1")
         assert await wrong.head(row.object_key) is None  # the bare 404, read as a missing object
         report = await stack.scanner(timedelta(0), wrong).run_once()
-    finally:
-        server.close()
-        await server.wait_closed()
     assert (report.missing, report.store_errors) == (0, 1)
     assert await stack.statuses() == {"waiting.txt": "pending"}
     assert await stack.sql("SELECT id FROM event_outbox WHERE event_type = :t", t=FAILED) == []

@@ -154,10 +154,15 @@ facts_strategy = st.dictionaries(
 )
 
 
+#: A document's strings: anything but NUL, which a rule document may not hold (PostgreSQL cannot
+#: store it in JSON). Facts are not stored: they may hold one.
+document_text = st.text(st.characters(exclude_characters="\x00"), max_size=4)
+
+
 def _kind_lists() -> st.SearchStrategy[list[Any]]:
     return st.one_of(
         st.lists(st.integers(), max_size=4),
-        st.lists(st.text(max_size=4), max_size=4),
+        st.lists(document_text, max_size=4),
         st.lists(st.booleans(), max_size=2),
     )
 
@@ -167,13 +172,13 @@ comparisons = st.one_of(
         lambda f, op, v: {"fact": f, "op": op, "value": v},
         fact_names,
         st.sampled_from(["eq", "ne"]),
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | document_text,
     ),
     st.builds(
         lambda f, op, v: {"fact": f, "op": op, "value": v},
         fact_names,
         st.sampled_from(["lt", "le", "gt", "ge"]),
-        st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+        st.integers() | st.floats(allow_nan=False) | document_text,
     ),
     st.builds(
         lambda f, op, v: {"fact": f, "op": op, "value": v}, fact_names, st.sampled_from(["in", "not_in"]), _kind_lists()

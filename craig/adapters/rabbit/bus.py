@@ -62,7 +62,7 @@ from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import ClassicQueueArgs
 
-from craig.adapters.telemetry import TRACEPARENT, SpanKind, originating, recording, sane_request_id, span
+from craig.adapters.telemetry import TRACEPARENT, Span, SpanKind, originating, recording, sane_request_id, span
 from craig.domain.constants import (
     BUS_SETTLE_BACKOFF_BASE,
     BUS_SETTLE_BACKOFF_CAP,
@@ -360,13 +360,17 @@ class RabbitEventBus(EventBus):
     async def publish(self, envelope: EventEnvelope) -> None:
         """Publish in a ``publish`` span that continues the trace the event was staged in; the
         message's ``traceparent`` header is that span's (or, with tracing off, the stager's)."""
-        with span(
+        with self._publish_span(envelope) as current:
+            await self._publish(envelope, current.headers)
+
+    def _publish_span(self, envelope: EventEnvelope) -> contextlib.AbstractContextManager[Span]:
+        """The ``publish`` span of ``envelope``, continuing the trace it was staged in."""
+        return span(
             f"publish {envelope.type}",
             kind=SpanKind.PRODUCER,
             parent=envelope.traceparent,
             attributes=_message_attributes(envelope, self.events.name),
-        ) as current:
-            await self._publish(envelope, current.headers)
+        )
 
     async def _publish(self, envelope: EventEnvelope, trace_headers: dict[str, str]) -> None:
         headers = _event_headers(envelope, trace_headers)
@@ -409,12 +413,7 @@ class RabbitEventBus(EventBus):
             try:
                 if not recording():  # no span to make: the stored trace context goes in the headers
                     return await confirmed(envelope, _event_headers(envelope, {}))
-                with span(
-                    f"publish {envelope.type}",
-                    kind=SpanKind.PRODUCER,
-                    parent=envelope.traceparent,
-                    attributes=_message_attributes(envelope, self.events.name),
-                ) as current:
+                with self._publish_span(envelope) as current:
                     return await confirmed(envelope, _event_headers(envelope, current.headers))
             except Exception as error:  # its own headers or body cannot be made: it alone fails
                 return error

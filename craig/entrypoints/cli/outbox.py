@@ -89,15 +89,12 @@ async def retry_failing_events(container: Container, ids: Sequence[uuid.UUID] | 
             )
             return ExitCode.ACTION_NEEDED
         return ExitCode.OK
-    missing = sorted(set(ids) - {event.id for event in report.retried}, key=str)
-    if missing:
-        click.echo(
-            "craig: not retried (not a failing event backing off: due already, published, unknown, or held "
-            "right now by a relay publishing it or another retry): " + ", ".join(map(str, missing)),
-            err=True,
-        )
-        return ExitCode.ACTION_NEEDED
-    return ExitCode.OK
+    return _name_the_others(
+        ids,
+        report.retried,
+        "not retried (not a failing event backing off: due already, published, unknown, or held right now by a "
+        "relay publishing it or another retry)",
+    )
 
 
 @outbox_group.command(
@@ -122,15 +119,21 @@ async def discard_failing_events(container: Container, ids: Sequence[uuid.UUID])
     for event in discarded:
         _print_event("discarded ", event)
     echo(f"{len(discarded)} discarded")
-    missing = sorted(set(ids) - {event.id for event in discarded}, key=str)
-    if missing:
-        click.echo(
-            "craig: not discarded (not a failing event: published, never failed, unknown, or held right now by a "
-            "relay publishing it or a retry): " + ", ".join(map(str, missing)),
-            err=True,
-        )
-        return ExitCode.ACTION_NEEDED
-    return ExitCode.OK
+    return _name_the_others(
+        ids,
+        discarded,
+        "not discarded (not a failing event: published, never failed, unknown, or held right now by a relay "
+        "publishing it or a retry)",
+    )
+
+
+def _name_the_others(ids: Sequence[uuid.UUID], done: Sequence[FailingEvent], why: str) -> int:
+    """Name on stderr the ids asked for that ``done`` does not hold (exit 1), else exit 0."""
+    missing = sorted(set(ids) - {event.id for event in done}, key=str)
+    if not missing:
+        return ExitCode.OK
+    click.echo(f"craig: {why}: " + ", ".join(map(str, missing)), err=True)
+    return ExitCode.ACTION_NEEDED
 
 
 def _print_event(lead: str, event: FailingEvent) -> None:

@@ -121,7 +121,7 @@ class RequestContext:
         # access line name a known method, or _OTHER with the original kept aside (OpenTelemetry's
         # convention), so an invented method adds no span name or label of its own.
         known = method in metrics.KNOWN_METHODS
-        label = method if known else metrics.OTHER_METHOD
+        label, span_method = (method, method) if known else (metrics.OTHER_METHOD, "HTTP")
         span_attributes = {"http.request.method": label, "craig.request_id": info.request_id}
         if not known:
             span_attributes["http.request.method_original"] = method
@@ -150,7 +150,7 @@ class RequestContext:
             with (
                 originating(info.request_id),
                 span(
-                    method if known else "HTTP",
+                    span_method,
                     kind=SpanKind.SERVER,
                     parent=traceparent,
                     attributes=span_attributes,
@@ -164,7 +164,7 @@ class RequestContext:
                 finally:
                     route = scope.get("path_template")
                     if route:
-                        current_span.rename(f"{method if known else 'HTTP'} {route}")
+                        current_span.rename(f"{span_method} {route}")
                         current_span.set("http.route", str(route))
                     current_span.set("http.response.status_code", status or 500)
                     if (status or 500) >= 500:

@@ -133,59 +133,58 @@ class AttachmentScanner:
             after = self._pending_cursors.get(table.name)
             pending = await table.rows(uow).pending_older_than(self.grace, self.batch_size, after)
         full = len(pending) >= self.batch_size
-        # Past the end: the next pass starts from the oldest again (a refused row is asked again).
-        self._pending_cursors[table.name] = None if not full else after
-        refusals = 0
-        bucket_seen = False
-        for row in pending:
-            try:
-                size = await self.object_store.head(row.object_key)
-            except ObjectStoreUnavailable as error:
-                report.store_errors += 1
-                log.warning("scanner: object store error; retrying next pass", table=table.name, error=str(error))
-                report.more = False
-                self._pending_cursors[table.name] = after  # this row first, next pass
-                return False
-            except (ObjectStoreDefect, InvalidObjectKey) as error:
-                refusals += 1
-                report.store_errors += 1
-                log.error(
-                    "scanner: the object store refuses this row's object; the row stays pending",
-                    table=table.name,
-                    row_id=str(row.id),
-                    error=str(error),
-                )
-                after = (row.created_at, row.id)
-                if full:
-                    self._pending_cursors[table.name] = after
-                if refusals >= ATTACHMENT_SCAN_MAX_REFUSALS:
-                    # Perhaps every object is refused: the rest waits for the next pass, which
-                    # goes on after these rows.
-                    log.error("scanner: the object store refused many objects; the rest waits", table=table.name)
-                    self._pending_cursors[table.name] = after
-                    return True
-                continue
-            if size is None and not bucket_seen:
-                # S3 answers a HEAD with a bare 404 for a missing bucket as for a missing object:
-                # before the first row is deleted as never stored, the store must show that it
-                # still has its bucket (not so after a deploy with a wrong bucket name).
+        stopped = False  # the pass ends early: the next one goes on after the last row looked at
+        try:
+            refusals = 0
+            bucket_seen = False
+            for row in pending:
                 try:
-                    await self.object_store.ping()
-                except (ObjectStoreUnavailable, ObjectStoreDefect) as error:
+                    size = await self.object_store.head(row.object_key)
+                except ObjectStoreUnavailable as error:
+                    report.store_errors += 1
+                    log.warning("scanner: object store error; retrying next pass", table=table.name, error=str(error))
+                    report.more, stopped = False, True
+                    return False
+                except (ObjectStoreDefect, InvalidObjectKey) as error:
+                    refusals += 1
                     report.store_errors += 1
                     log.error(
-                        "scanner: the store cannot show its bucket; nothing deleted", table=table.name, error=str(error)
+                        "scanner: the object store refuses this row's object; the row stays pending",
+                        table=table.name,
+                        row_id=str(row.id),
+                        error=str(error),
                     )
-                    report.more = False
-                    self._pending_cursors[table.name] = after  # this row first, next pass
-                    return False
-                bucket_seen = True
-            await self._settle(table, uow, row, size, report)
-            after = (row.created_at, row.id)
-            if full:
-                self._pending_cursors[table.name] = after
-        report.more = report.more or full
-        return True
+                    after = (row.created_at, row.id)
+                    if refusals >= ATTACHMENT_SCAN_MAX_REFUSALS:
+                        # Perhaps every object is refused: the rest waits for the next pass.
+                        log.error("scanner: the object store refused many objects; the rest waits", table=table.name)
+                        stopped = True
+                        return True
+                    continue
+                if size is None and not bucket_seen:
+                    # S3 answers a HEAD with a bare 404 for a missing bucket as for a missing
+                    # object: before the first row is deleted as never stored, the store must
+                    # show that it still has its bucket (not so after a deploy with a wrong name).
+                    try:
+                        await self.object_store.ping()
+                    except (ObjectStoreUnavailable, ObjectStoreDefect) as error:
+                        report.store_errors += 1
+                        log.error(
+                            "scanner: the store cannot show its bucket; nothing deleted",
+                            table=table.name,
+                            error=str(error),
+                        )
+                        report.more, stopped = False, True
+                        return False
+                    bucket_seen = True
+                await self._settle(table, uow, row, size, report)
+                after = (row.created_at, row.id)
+            report.more = report.more or full
+            return True
+        finally:
+            # A full batch, or a pass stopped early, resumes after the last row looked at; past
+            # the end, the next pass starts from the oldest again (a refused row is asked again).
+            self._pending_cursors[table.name] = after if stopped or full else None
 
     async def _settle(
         self, table: ScannedTable, uow: AttachmentScannerWork, row: PendingObject, size: int | None, report: ScanReport

@@ -66,9 +66,6 @@ class OutboxRelay:
                 )
                 for row in batch.unreadable
             ]
-            if not events:
-                await batch.mark_failed(failures)
-                return DrainReport(len(failures), 0, len(failures), time.perf_counter() - started)
             published: list[OutboxRecord] = []
             # Each aggregate's events, oldest first; a round takes the head of each.
             queues = [deque(group) for group in _by_aggregate(events)]
