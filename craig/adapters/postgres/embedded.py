@@ -15,6 +15,7 @@ opening the home folder to everyone is not acceptable, so ``start()`` refuses wi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -150,6 +151,15 @@ class EmbeddedPostgres:
         except subprocess.CalledProcessError:
             if self.is_running():
                 raise
+        self._remove_socket_dir()
+
+    def _remove_socket_dir(self) -> None:
+        """The socket folder in ``/tmp`` (used when the data directory's path is too long for a
+        socket's), once the stopped server has removed its socket and lock from it: each start
+        makes it again. Left alone while anything else is in it."""
+        if self.socket_dir != self.data_dir:
+            with contextlib.suppress(OSError):
+                self.socket_dir.rmdir()
 
     def is_running(self) -> bool:
         """True when a postgres process recorded in ``postmaster.pid`` serves this data directory."""
