@@ -30,7 +30,7 @@ import enum
 import re
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import structlog
@@ -121,24 +121,45 @@ def current_traceparent() -> str | None:
     return carrier.get(TRACEPARENT)
 
 
-def stamped(envelope: EventEnvelope) -> EventEnvelope:
+class Origin(NamedTuple):
+    """The bound request id and the current trace context, as :func:`current_origin` read them."""
+
+    request_id: str | None
+    traceparent: str | None
+
+
+def current_origin() -> Origin:
+    """What :func:`stamped` and :func:`job_origin` stamp. A writer of many rows reads it once and
+    passes it to each: reading the trace context costs more than stamping a row."""
+    return Origin(origin_request_id(), current_traceparent())
+
+
+def stamped(envelope: EventEnvelope, origin: Origin | None = None) -> EventEnvelope:
     """``envelope`` with the bound request id as its ``correlation_id`` (unless it has one) and
-    the current trace context (unless it has one): what an outbox writer stores."""
-    correlation = envelope.correlation_id or origin_request_id()
-    traceparent = envelope.traceparent or current_traceparent()
+    the current trace context (unless it has one): what an outbox writer stores. ``origin``:
+    those, read once for many envelopes (:func:`current_origin`)."""
+    if envelope.correlation_id and envelope.traceparent:
+        return envelope
+    origin = origin or current_origin()
+    correlation = envelope.correlation_id or origin.request_id
+    traceparent = envelope.traceparent or origin.traceparent
     if correlation == envelope.correlation_id and traceparent == envelope.traceparent:
         return envelope
     return attrs.evolve(envelope, correlation_id=correlation, traceparent=traceparent)
 
 
-def job_origin(job: SendJob) -> SendJob:
+def job_origin(job: SendJob, origin: Origin | None = None) -> SendJob:
     """A new send job with its ``origin_request_id`` and ``traceparent``: its own when set, else
-    the bound request id and the current trace context (what the send-job repository stores)."""
-    origin = job.origin_request_id or origin_request_id()
-    traceparent = job.traceparent or current_traceparent()
-    if origin == job.origin_request_id and traceparent == job.traceparent:
+    the bound request id and the current trace context (what the send-job repository stores).
+    ``origin``: those, read once for many jobs (:func:`current_origin`)."""
+    if job.origin_request_id and job.traceparent:
         return job
-    return attrs.evolve(job, origin_request_id=origin, traceparent=traceparent)
+    origin = origin or current_origin()
+    request_id = job.origin_request_id or origin.request_id
+    traceparent = job.traceparent or origin.traceparent
+    if request_id == job.origin_request_id and traceparent == job.traceparent:
+        return job
+    return attrs.evolve(job, origin_request_id=request_id, traceparent=traceparent)
 
 
 class SpanKind(enum.Enum):

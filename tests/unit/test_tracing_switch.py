@@ -90,3 +90,60 @@ def test_originating_binds_a_request_id_for_the_block_and_restores_the_one_outsi
             raise RuntimeError
         assert origin_request_id() == "outer"
     assert origin_request_id() is None
+
+
+def test_a_writer_of_many_rows_stamps_each_with_the_origin_it_read_once_as_each_would_alone() -> None:
+    """``stamped`` and ``job_origin`` with an origin read once by ``current_origin`` stamp as
+    they do reading it themselves; what an envelope or a job already carries is kept."""
+    from datetime import UTC, datetime
+
+    from craig.adapters.telemetry import current_origin, job_origin, originating, stamped
+    from craig.domain.events import EventEnvelope
+    from craig.domain.exchange import SendJob
+    from craig.usecases.ids import new_id
+
+    now = datetime.now(UTC)
+    envelopes = [
+        EventEnvelope(
+            id=new_id(),
+            source="craig-test",
+            type="test.happened",
+            occurred_at=now,
+            payload={},
+            aggregate_type="case",
+            aggregate_id="c-1",
+            correlation_id=correlation,
+            traceparent=traceparent,
+        )
+        for correlation in ("", "its-own")
+        for traceparent in (None, f"00-{'1' * 32}-{'2' * 16}-01")
+    ]
+    jobs = [
+        SendJob(
+            id=new_id(),
+            transaction_id=new_id(),
+            partner_id=new_id(),
+            correlation_id=new_id(),
+            payload={},
+            next_attempt_at=now,
+            created_at=now,
+            origin_request_id=request_id,
+            traceparent=traceparent,
+        )
+        for request_id in (None, "its-own")
+        for traceparent in (None, f"00-{'3' * 32}-{'4' * 16}-01")
+    ]
+    for request_id, parent in ((None, None), ("req-1", None), ("req-2", CARRIED)):
+        with originating(request_id), span("writes", parent=parent):
+            origin = current_origin()
+            assert origin.request_id == request_id
+            if parent is not None:  # (without one, a tracer provider an earlier test installed starts a trace)
+                assert origin.traceparent is not None and origin.traceparent.split("-")[1] == CARRIED.split("-")[1]
+            for envelope in envelopes:
+                assert stamped(envelope, origin) == stamped(envelope)
+            for job in jobs:
+                assert job_origin(job, origin) == job_origin(job)
+            assert stamped(envelopes[0], origin).correlation_id == request_id  # "" is none
+            assert job_origin(jobs[0], origin).origin_request_id == request_id
+            assert job_origin(jobs[0], origin).traceparent == origin.traceparent
+            assert stamped(envelopes[3], origin) is envelopes[3] and job_origin(jobs[3], origin) is jobs[3]

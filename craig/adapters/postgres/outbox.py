@@ -36,7 +36,7 @@ from craig.adapters.postgres.database import DriverConnection, PostgresDatabase,
 from craig.adapters.postgres.notify import PostgresListener
 from craig.adapters.postgres.send_job_pass import AGGREGATE_LOCK_KEY, aggregate_locks
 from craig.adapters.postgres.session import PostgresSession
-from craig.adapters.telemetry import stamped
+from craig.adapters.telemetry import current_origin, stamped
 from craig.domain.events import EventEnvelope
 from craig.domain.outbox import publishable_in_order
 from craig.ports.outbox import (
@@ -68,7 +68,8 @@ _STAGE = text(
 def stage_params(envelopes: Sequence[EventEnvelope]) -> dict[str, list[object]]:
     """The array parameters of :data:`_STAGE_MANY`, each envelope stamped with the request's id
     and trace context (:func:`craig.adapters.telemetry.stamped`), as every outbox writer does."""
-    envelopes = [stamped(e) for e in envelopes]
+    origin = current_origin()
+    envelopes = [stamped(e, origin) for e in envelopes]
     return {
         "event_ids": [e.id for e in envelopes],
         "envelopes": [e.to_json() for e in envelopes],

@@ -31,7 +31,7 @@ import msgspec
 
 from craig.adapters.postgres.raw import RawStatement
 from craig.adapters.sealed_fields import SEND_JOB_PAYLOAD, unseal_json
-from craig.adapters.telemetry import stamped
+from craig.adapters.telemetry import Origin, current_origin, stamped
 from craig.domain.constants import DEFAULT_PARTNER_RATE_LIMIT_RPM, SEND_JOB_ERROR_MAX_CHARS
 from craig.domain.events import EventEnvelope
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
@@ -251,10 +251,10 @@ def pass_header(rows: Sequence[Mapping[str, Any]]) -> tuple[frozenset[Any], froz
     return frozenset(header["recorded"]), frozenset(header["busy"])
 
 
-def _event_row(job_id: UUID, event: EventEnvelope) -> dict[str, Any]:
+def _event_row(job_id: UUID, event: EventEnvelope, origin: Origin) -> dict[str, Any]:
     """One row of the pass's events document: the event, stamped as every outbox writer stamps
     it (:func:`craig.adapters.telemetry.stamped`), and the job whose outcome it tells."""
-    event = stamped(event)
+    event = stamped(event, origin)
     return {
         "job_id": job_id,
         "id": event.id,
@@ -272,7 +272,8 @@ def pass_params(
     recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
     ``max_rate_wait``. The outcomes (as :func:`record_params` gives them) and their events,
     stamped as every outbox writer stamps them, go as two JSON documents of one object a row."""
-    event_rows = [_event_row(o.job.id, o.event) for o in outcomes if o.event is not None]
+    origin = current_origin()
+    event_rows = [_event_row(o.job.id, o.event, origin) for o in outcomes if o.event is not None]
     return {
         **record_params([(o.job, o.decision) for o in outcomes]),
         "events": _JSON.encode(event_rows).decode(),
