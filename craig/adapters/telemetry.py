@@ -134,32 +134,34 @@ def current_origin() -> Origin:
     return Origin(origin_request_id(), current_traceparent())
 
 
+def _filled(own_id: Any, own_traceparent: str | None, origin: Origin | None) -> tuple[Any, str | None] | None:
+    """A row's id and trace context with the origin's where its own are missing; None when
+    nothing changes (the origin is read only when something is missing)."""
+    if own_id and own_traceparent:
+        return None
+    origin = origin or current_origin()
+    filled = (own_id or origin.request_id, own_traceparent or origin.traceparent)
+    return None if filled == (own_id, own_traceparent) else filled
+
+
 def stamped(envelope: EventEnvelope, origin: Origin | None = None) -> EventEnvelope:
     """``envelope`` with the bound request id as its ``correlation_id`` (unless it has one) and
     the current trace context (unless it has one): what an outbox writer stores. ``origin``:
     those, read once for many envelopes (:func:`current_origin`)."""
-    if envelope.correlation_id and envelope.traceparent:
+    filled = _filled(envelope.correlation_id, envelope.traceparent, origin)
+    if filled is None:
         return envelope
-    origin = origin or current_origin()
-    correlation = envelope.correlation_id or origin.request_id
-    traceparent = envelope.traceparent or origin.traceparent
-    if correlation == envelope.correlation_id and traceparent == envelope.traceparent:
-        return envelope
-    return attrs.evolve(envelope, correlation_id=correlation, traceparent=traceparent)
+    return attrs.evolve(envelope, correlation_id=filled[0], traceparent=filled[1])
 
 
 def job_origin(job: SendJob, origin: Origin | None = None) -> SendJob:
     """A new send job with its ``origin_request_id`` and ``traceparent``: its own when set, else
     the bound request id and the current trace context (what the send-job repository stores).
     ``origin``: those, read once for many jobs (:func:`current_origin`)."""
-    if job.origin_request_id and job.traceparent:
+    filled = _filled(job.origin_request_id, job.traceparent, origin)
+    if filled is None:
         return job
-    origin = origin or current_origin()
-    request_id = job.origin_request_id or origin.request_id
-    traceparent = job.traceparent or origin.traceparent
-    if request_id == job.origin_request_id and traceparent == job.traceparent:
-        return job
-    return attrs.evolve(job, origin_request_id=request_id, traceparent=traceparent)
+    return attrs.evolve(job, origin_request_id=filled[0], traceparent=filled[1])
 
 
 class SpanKind(enum.Enum):
