@@ -39,6 +39,7 @@ from craig.domain import exchange as model
 from craig.domain.constants import STATS_EXACT_COUNT_MAX_ROWS
 from craig.domain.exchange import AttemptDecision, JobStatus, SendJob
 from craig.ports.cipher import FieldCipher
+from craig.ports.errors import InvalidData
 from craig.ports.exchange import SendJobRepository, SendJobStats
 
 UUIDS = ARRAY(PG_UUID(as_uuid=True))
@@ -143,7 +144,10 @@ def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, str]:
                 "traceparent": origin.traceparent,
             }
         )
-    return {"jobs": _JSON.encode(rows).decode()}
+    try:
+        return {"jobs": _JSON.encode(rows).decode()}
+    except UnicodeEncodeError:  # a lone surrogate in a request id or trace context
+        raise InvalidData("a send job's request id or trace context is not valid text") from None
 
 
 class PostgresSendJobRepository(SendJobRepository):
