@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from minio.deleteobjects import DeleteObject
 
+from craig.adapters.postgres.embedded import EmbeddedPostgres
 from tests.support.services import (
     BrokerNames,
     SeaweedS3,
@@ -60,6 +61,17 @@ def pg_server_url() -> Iterator[str]:
     finally:
         stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_socket_folders_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Embedded servers that tests start in their ``tmp_path`` (through ``craig`` commands) keep
+    their socket in a folder under /tmp when that path is too long for it, and keep the folder
+    across restarts; once the session is over, those its servers left empty are removed."""
+    yield
+    for version in tmp_path_factory.getbasetemp().rglob("PG_VERSION"):
+        if (version.parent / "global").is_dir():  # a data directory, not one of its databases
+            EmbeddedPostgres(version.parent).remove_socket_dir()
 
 
 @pytest.fixture(scope="session")

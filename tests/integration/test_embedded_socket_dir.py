@@ -1,10 +1,15 @@
 """An embedded server whose data directory's path is too long for a unix socket keeps its socket
-in a folder of its own under /tmp; stopping the server removes that folder, so runs leave none."""
+in a folder of its own under /tmp, under a name anyone can predict: a folder there that another
+user made (or a link) is refused, a restart keeps the folder, and a server that will not start
+again can remove it."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,34 +20,64 @@ from craig.domain.constants import EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
-def test_stopping_removes_the_socket_folder_and_starting_makes_it_again() -> None:
-    root = Path(tempfile.mkdtemp(prefix="craig-test-socket-dir-"))
-    root.chmod(0o755)
-    data_dir = root / ("d" * EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS)
-    server = EmbeddedPostgres(data_dir, fsync="off")
-    assert server.socket_dir != server.data_dir and str(server.socket_dir).startswith("/tmp/craig-pg-")
-    try:
-        for _ in range(2):  # a restart finds its folder again
-            server.start()
-            assert server.socket_dir.is_dir() and any(server.socket_dir.iterdir())
-            server.stop()
-            assert not server.socket_dir.exists()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-        shutil.rmtree(server.socket_dir, ignore_errors=True)
-
-
-def test_a_socket_folder_holding_anything_else_is_left_alone() -> None:
+@pytest.fixture
+def server() -> Iterator[EmbeddedPostgres]:
     root = Path(tempfile.mkdtemp(prefix="craig-test-socket-dir-"))
     root.chmod(0o755)
     server = EmbeddedPostgres(root / ("d" * EMBEDDED_POSTGRES_SOCKET_PATH_MAX_CHARS), fsync="off")
+    assert server.socket_dir != server.data_dir and str(server.socket_dir).startswith("/tmp/craig-pg-")
     try:
-        server.start()
-        (server.socket_dir / "someone-elses").write_text("kept")
-        server.stop()
-        assert (server.socket_dir / "someone-elses").read_text() == "kept"
+        yield server
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+        if server.socket_dir.is_symlink():
+            server.socket_dir.unlink()
         shutil.rmtree(server.socket_dir, ignore_errors=True)
+
+
+def test_a_restart_keeps_the_folder_and_removing_it_after_the_last_stop_leaves_nothing(
+    server: EmbeddedPostgres,
+) -> None:
+    for _ in range(2):
+        server.start()
+        assert any(server.socket_dir.iterdir())
+        server.stop()
+        assert server.socket_dir.is_dir()  # kept between a stop and the next start
+    server.remove_socket_dir()
+    assert not server.socket_dir.exists()
+    server.start()  # made again
+    server.remove_socket_dir()  # not while it runs
+    assert server.socket_dir.is_dir()
+
+
+def test_a_folder_holding_anything_else_is_not_removed(server: EmbeddedPostgres) -> None:
+    server.start()
+    (server.socket_dir / "someone-elses").write_text("kept")
+    server.stop()
+    server.remove_socket_dir()
+    assert (server.socket_dir / "someone-elses").read_text() == "kept"
+
+
+def test_a_link_in_place_of_the_folder_is_refused(server: EmbeddedPostgres, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    server.socket_dir.symlink_to(target)
+    with pytest.raises(RuntimeError, match="not a folder"):
+        server.start()
+    assert not server.is_running() and not any(target.iterdir())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a folder that another user owns")
+def test_a_folder_another_user_made_first_is_refused_and_its_links_are_not_followed(
+    server: EmbeddedPostgres, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("root's")
+    server.socket_dir.mkdir(mode=0o777)
+    (server.socket_dir / "x").symlink_to(victim)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(server.socket_dir, nobody.pw_uid, nobody.pw_gid)
+    with pytest.raises(RuntimeError, match="owned by another user"):
+        server.start()
+    assert not server.is_running() and victim.stat().st_uid == 0

@@ -233,7 +233,12 @@ def postgres_for_tests(tmp_root: Path) -> tuple[str, Callable[[], None]]:
         max_connections="300",
     )
     server.start()
-    return server.url("postgres"), server.stop
+
+    def stop() -> None:
+        server.stop()
+        server.remove_socket_dir()  # the run is over: leave no folder in /tmp
+
+    return server.url("postgres"), stop
 
 
 # -- database helpers for sync fixtures ---------------------------------------------------------

@@ -151,13 +151,14 @@ class EmbeddedPostgres:
         except subprocess.CalledProcessError:
             if self.is_running():
                 raise
-        self._remove_socket_dir()
 
-    def _remove_socket_dir(self) -> None:
-        """The socket folder in ``/tmp`` (used when the data directory's path is too long for a
-        socket's), once the stopped server has removed its socket and lock from it: each start
-        makes it again. Left alone while anything else is in it."""
-        if self.socket_dir != self.data_dir:
+    def remove_socket_dir(self) -> None:
+        """After :meth:`stop`, when nothing will start this server again: remove its socket
+        folder in ``/tmp`` (used when the data directory's path is too long for a socket's) if
+        the stopped server left it empty. A server that restarts keeps the folder instead, so
+        that no other user of the machine can take its name in ``/tmp`` between a stop and the
+        next start (:meth:`_prepare` would refuse that folder, and the server would not start)."""
+        if self.socket_dir != self.data_dir and not self.is_running():
             with contextlib.suppress(OSError):
                 self.socket_dir.rmdir()
 
@@ -200,18 +201,22 @@ class EmbeddedPostgres:
     def _prepare(self) -> None:
         if self._as_root:
             self._open_parents()  # refuse a private home folder before creating anything in it
+            self._ensure_system_user()
         for folder in (self.data_dir, self.socket_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        if self.socket_dir != self.data_dir:
+            self._check_shared_socket_dir()
+        for folder in (self.data_dir, self.socket_dir):
             folder.chmod(0o700)
         self.log_file.touch(exist_ok=True)
         if self._as_root:
-            self._ensure_system_user()
             uid, gid = pwd.getpwnam(SYSTEM_USER)[2:4]
-            for folder in (self.data_dir, self.socket_dir):
-                if folder.stat().st_uid != uid:
-                    for root, _dirs, files in os.walk(folder):
-                        for entry in [root, *(os.path.join(root, f) for f in files)]:
-                            os.chown(entry, uid, gid)
+            if self.data_dir.stat().st_uid != uid:
+                for root, _dirs, files in os.walk(self.data_dir):
+                    for entry in [root, *(os.path.join(root, f) for f in files)]:
+                        os.chown(entry, uid, gid, follow_symlinks=False)
+            # Only the folder: what is in it is the server's own socket and lock file.
+            os.chown(self.socket_dir, uid, gid, follow_symlinks=False)
             os.chown(self.log_file, uid, gid)
             self._open_parents()
         if not (self.data_dir / "PG_VERSION").exists():
@@ -219,6 +224,24 @@ class EmbeddedPostgres:
             # Code-point order and Unicode case mapping, independent of the host's locales.
             initdb += ["--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"]
             self._run(initdb, timeout=EMBEDDED_POSTGRES_INITDB_TIMEOUT.total_seconds())
+
+    def _check_shared_socket_dir(self) -> None:
+        """The socket folder under ``/tmp``, which any user of the machine may create first under
+        its predictable name: it must be a real folder (not a link) owned by this process's user
+        or by the server's, or the server does not start. Otherwise whoever made it could read
+        and replace the server's socket, and its links would lead the ``chown`` below to files
+        of theirs choosing."""
+        info = self.socket_dir.lstat()
+        owners = {os.geteuid()}
+        if self._as_root:
+            owners.add(pwd.getpwnam(SYSTEM_USER).pw_uid)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid not in owners:
+            raise RuntimeError(
+                f"the socket folder {self.socket_dir} of the embedded PostgreSQL on {self.data_dir} "
+                f"is {'not a folder' if not stat.S_ISDIR(info.st_mode) else 'owned by another user'}; "
+                "PostgreSQL was not started. Fix: remove it, or use a data directory whose path is short "
+                "enough to hold the server's socket itself."
+            )
 
     def _ensure_system_user(self) -> None:
         """Create the system user when missing. Several processes may start an embedded server
