@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from craig.adapters.clock import SystemClock
-from craig.adapters.postgres.database import PostgresDatabase
+from craig.adapters.postgres.database import DriverConnection, PostgresDatabase
 from craig.adapters.postgres.uow import PostgresUnitOfWork
 from craig.domain.access import Principal, Role
 from craig.domain.cases import new_case
@@ -62,6 +62,14 @@ async def wait_until_someone_waits_for_a_lock(db: PostgresDatabase) -> None:
     raise AssertionError("nobody ever waited for a lock")
 
 
+async def never_the_victim(rival: DriverConnection) -> None:
+    """The rival's session looks for a deadlock only after a minute, so the use case's (after
+    PostgreSQL's default second) always finds the cycle first and is the one aborted. Which of
+    the two waited longest is not enough: on a busy machine the first waiter's check may run
+    after the second's (seen in a full test run on two loaded cores)."""
+    await rival.execute(text("SET LOCAL deadlock_timeout = '60s'"))
+
+
 async def test_a_real_deadlock_is_retried_inside_the_use_case(database: PostgresDatabase) -> None:
     placement = await active_placement(database)
     assert placement.foster_home_id is not None
@@ -71,12 +79,13 @@ async def test_a_real_deadlock_is_retried_inside_the_use_case(database: Postgres
         await rival.execute(
             text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
         )
+        await never_the_victim(rival)
         ending = asyncio.create_task(
             UpdatePlacement(PostgresUnitOfWork(database, TEST_CIPHER), SystemClock())(SUPERVISOR, placement.id, end)
         )
         await wait_until_someone_waits_for_a_lock(database)  # the use case holds the placement
-        # Closing the cycle: the use case has waited longest, so its deadlock check runs first and
-        # PostgreSQL aborts *its* transaction (40P01); this statement then gets the row.
+        # Closing the cycle: only the use case's session checks for a deadlock within the test's
+        # time, so PostgreSQL aborts *its* transaction (40P01); this statement then gets the row.
         await rival.execute(text("SELECT 1 FROM placements WHERE id = :id FOR UPDATE"), {"id": placement.id})
     ended = await ending
     assert ended.status is PlacementStatus.ENDED
@@ -95,6 +104,7 @@ async def test_a_deadlock_never_reaches_the_client(pg_url: str, tmp_path: Path) 
             await rival.execute(
                 text("SELECT 1 FROM foster_homes WHERE id = :id FOR UPDATE"), {"id": placement.foster_home_id}
             )
+            await never_the_victim(rival)
             request = asyncio.create_task(
                 client.patch(
                     f"/v1/placements/{placement.id}", json={"status": "ended", "end_reason": "other"}, headers=headers
