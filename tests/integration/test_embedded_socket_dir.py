@@ -81,3 +81,32 @@ def test_a_folder_another_user_made_first_is_refused_and_its_links_are_not_follo
     with pytest.raises(RuntimeError, match="owned by another user"):
         server.start()
     assert not server.is_running() and victim.stat().st_uid == 0
+
+
+def test_a_folder_swapped_for_a_link_once_opened_is_not_followed(
+    server: EmbeddedPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder's owner (the server's user) may swap it for a link at any moment, even between
+    the check and the change of its mode: both go through one descriptor, opened without
+    following a link, so the change lands on the folder that was checked."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    server.socket_dir.mkdir(mode=0o755)
+    aside = server.socket_dir.with_name(server.socket_dir.name + ".aside")
+    fstat = os.fstat
+
+    def swapped_then_fstat(fd: int) -> os.stat_result:
+        monkeypatch.setattr(os, "fstat", fstat)
+        server.socket_dir.rename(aside)
+        server.socket_dir.symlink_to(victim)
+        return fstat(fd)
+
+    monkeypatch.setattr(os, "fstat", swapped_then_fstat)
+    try:
+        server._secure_shared_socket_dir()
+        assert victim.stat().st_mode & 0o777 == 0o755
+        assert aside.stat().st_mode & 0o777 == 0o700
+    finally:
+        server.socket_dir.unlink()
+        aside.rmdir()

@@ -204,10 +204,9 @@ class EmbeddedPostgres:
             self._ensure_system_user()
         for folder in (self.data_dir, self.socket_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)
         if self.socket_dir != self.data_dir:
-            self._check_shared_socket_dir()
-        for folder in (self.data_dir, self.socket_dir):
-            folder.chmod(0o700)
+            self._secure_shared_socket_dir()
         self.log_file.touch(exist_ok=True)
         if self._as_root:
             uid, gid = pwd.getpwnam(SYSTEM_USER)[2:4]
@@ -215,8 +214,6 @@ class EmbeddedPostgres:
                 for root, _dirs, files in os.walk(self.data_dir):
                     for entry in [root, *(os.path.join(root, f) for f in files)]:
                         os.chown(entry, uid, gid, follow_symlinks=False)
-            # Only the folder: what is in it is the server's own socket and lock file.
-            os.chown(self.socket_dir, uid, gid, follow_symlinks=False)
             os.chown(self.log_file, uid, gid)
             self._open_parents()
         if not (self.data_dir / "PG_VERSION").exists():
@@ -225,23 +222,38 @@ class EmbeddedPostgres:
             initdb += ["--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"]
             self._run(initdb, timeout=EMBEDDED_POSTGRES_INITDB_TIMEOUT.total_seconds())
 
-    def _check_shared_socket_dir(self) -> None:
+    def _secure_shared_socket_dir(self) -> None:
         """The socket folder under ``/tmp``, which any user of the machine may create first under
-        its predictable name: it must be a real folder (not a link) owned by this process's user
-        or by the server's, or the server does not start. Otherwise whoever made it could read
-        and replace the server's socket, and its links would lead the ``chown`` below to files
-        of theirs choosing."""
-        info = self.socket_dir.lstat()
-        owners = {os.geteuid()}
-        if self._as_root:
-            owners.add(pwd.getpwnam(SYSTEM_USER).pw_uid)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid not in owners:
-            raise RuntimeError(
-                f"the socket folder {self.socket_dir} of the embedded PostgreSQL on {self.data_dir} "
-                f"is {'not a folder' if not stat.S_ISDIR(info.st_mode) else 'owned by another user'}; "
-                "PostgreSQL was not started. Fix: remove it, or use a data directory whose path is short "
-                "enough to hold the server's socket itself."
-            )
+        its predictable name, and whose owner may swap it for a link at any moment: it is opened
+        once, without following a link, and checked and handed over through that descriptor
+        only. It must be a folder owned by this process's user or by the server's, or the server
+        does not start: whoever else made it could read and replace the server's socket, and
+        root, following a link there, would change a file of their choosing."""
+        try:
+            fd = os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as error:
+            raise self._socket_dir_refused("not a folder (a link, or a file)") from error
+        try:
+            info = os.fstat(fd)
+            owners = {os.geteuid()}
+            if self._as_root:
+                server_uid, server_gid = pwd.getpwnam(SYSTEM_USER)[2:4]
+                owners.add(server_uid)
+            if info.st_uid not in owners:
+                raise self._socket_dir_refused("owned by another user")
+            os.fchmod(fd, 0o700)
+            if self._as_root:
+                # Only the folder: what is in it is the server's own socket and lock file.
+                os.fchown(fd, server_uid, server_gid)
+        finally:
+            os.close(fd)
+
+    def _socket_dir_refused(self, why: str) -> RuntimeError:
+        return RuntimeError(
+            f"the socket folder {self.socket_dir} of the embedded PostgreSQL on {self.data_dir} is {why}; "
+            "PostgreSQL was not started. Fix: remove it, or use a data directory whose path is short "
+            "enough to hold the server's socket itself."
+        )
 
     def _ensure_system_user(self) -> None:
         """Create the system user when missing. Several processes may start an embedded server
