@@ -110,3 +110,25 @@ def test_a_folder_swapped_for_a_link_once_opened_is_not_followed(
     finally:
         server.socket_dir.unlink()
         aside.rmdir()
+
+
+def test_a_stale_lock_left_by_a_dead_server_is_removed_and_the_server_starts(server: EmbeddedPostgres) -> None:
+    server.start()
+    server.stop()
+    lock = server.socket_dir / ".s.PGSQL.5432.lock"
+    lock.write_text("999999999\n")  # a pid no process has
+    (server.socket_dir / ".s.PGSQL.5432").write_text("")
+    server.start()
+    assert server.is_running() and lock.read_text().split("\n", 1)[0].strip() != "999999999"
+
+
+def test_stale_locks_are_never_removed_behind_a_link(server: EmbeddedPostgres, tmp_path: Path) -> None:
+    """A link swapped in for the folder after its check leads nowhere: files of the same names
+    elsewhere stay."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".s.PGSQL.5432.lock").write_text("999999999\n")
+    (elsewhere / ".s.PGSQL.5432").write_text("")
+    server.socket_dir.symlink_to(elsewhere)
+    server._remove_stale_lock_files()
+    assert sorted(p.name for p in elsewhere.iterdir()) == [".s.PGSQL.5432", ".s.PGSQL.5432.lock"]

@@ -326,10 +326,25 @@ class EmbeddedPostgres:
         pid_file = self.data_dir / "postmaster.pid"
         if not self._is_postgres(self._recorded_pid(pid_file)):
             pid_file.unlink(missing_ok=True)
-        lock = self.socket_dir / f".s.PGSQL.{self._pg_port}.lock"
-        if lock.exists() and not self._is_postgres(self._recorded_pid(lock)):
-            lock.unlink(missing_ok=True)
-            (self.socket_dir / f".s.PGSQL.{self._pg_port}").unlink(missing_ok=True)
+        # In the socket folder through a descriptor opened without following a link: the
+        # folder's owner may have swapped it for one since it was checked.
+        socket, lock = f".s.PGSQL.{self._pg_port}", f".s.PGSQL.{self._pg_port}.lock"
+        try:
+            folder = os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            return  # gone or not a folder: the start fails and says why
+        try:
+            try:
+                with open(os.open(lock, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)) as held:
+                    first = held.readline().strip()
+            except OSError:
+                return  # no lock (or not one PostgreSQL wrote)
+            if not self._is_postgres(int(first) if first.isdigit() else None):
+                for name in (lock, socket):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=folder)
+        finally:
+            os.close(folder)
 
     def _wait_ready(self) -> None:
         isready = [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self.socket_dir)]
