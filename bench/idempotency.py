@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -115,9 +117,12 @@ async def measure(base: str, requests: int, concurrency: int, rounds: int) -> No
 
 
 def main(requests: int, concurrency: int, rounds: int) -> None:
-    with postgres_database() as url:
+    with postgres_database() as url, tempfile.TemporaryDirectory(prefix="craig-bench-probe-") as data_dir:
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "tests.support.probe_server", url, str(port)])
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.probe_server", url, str(port)],
+            env={**os.environ, "CRAIG_DATA_DIR": data_dir},
+        )
         try:
             asyncio.run(measure(f"http://127.0.0.1:{port}", requests, concurrency, rounds))
         finally:

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,12 +29,14 @@ CLAIM_TTL = 6.0
 WAIT_CEILING = 0.2
 
 
-def _start(pg_url: str) -> tuple[subprocess.Popen[bytes], str]:
+def _start(pg_url: str, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
+    data_dir.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.support.probe_server", pg_url, str(port), str(CLAIM_TTL), str(WAIT_CEILING)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "CRAIG_DATA_DIR": str(data_dir)},
     )
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -56,7 +60,7 @@ async def _effects(pg_url: str, name: str) -> int:
         await database.dispose()
 
 
-async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before(pg_url: str) -> None:
+async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before(pg_url: str, tmp_path: Path) -> None:
     token = mint(
         AuthSettings(jwt_secret=JWT_SECRET), sub=uuid.uuid4(), role=Role.CASEWORKER, name="Ann", ttl_seconds=600
     )
@@ -65,10 +69,10 @@ async def test_slot_of_a_killed_server_is_recovered_after_its_ttl_and_not_before
     url = f"/v1/probe/{name}"
     # Both servers start before the request, so a slow start on a loaded machine cannot eat
     # into the claim's TTL (the early request must land while the dead owner's claim is live).
-    first, first_base = _start(pg_url)
+    first, first_base = _start(pg_url, tmp_path / "first")
     second: subprocess.Popen[bytes] | None = None
     try:
-        second, base = _start(pg_url)
+        second, base = _start(pg_url, tmp_path / "second")
         async with httpx.AsyncClient(timeout=120) as client:
             # The handler is still running (X-Probe-Sleep is not part of the fingerprint) when
             # its server is killed: the claim stays `processing`, its effects uncommitted.
