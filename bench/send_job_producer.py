@@ -28,7 +28,7 @@ step runs ``--small`` and then ``--large`` batches in a process of its own insid
 --tool=callgrind``, and the difference between the two totals, divided by the difference in
 jobs, is what a job costs the producer in instructions (its start, imports and connections
 cancel out; the kernel's work for its system calls and the server's are not counted). Needs
-valgrind (``apt-get install -y valgrind``); about 5 minutes on 2 cores.
+valgrind (``apt-get install -y valgrind``); about 9 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -61,15 +60,10 @@ async def _measure(step: Step, batches: int) -> tuple[float, float | None]:
     """CPU µs per job of ``batches`` runs of ``step``: this process's, the server's (or None)."""
     for _ in range(min(50, batches)):  # statements prepared, caches warm
         await step()
-    server = send_jobs._server_cpu_seconds()
-    client = time.process_time()
+    meter = send_jobs.CpuMeter()
     for _ in range(batches):
         await step()
-    client = time.process_time() - client
-    after = send_jobs._server_cpu_seconds()
-    jobs = batches * BATCH
-    server_us = None if server is None or after is None else (after - server) / jobs * 1e6
-    return client / jobs * 1e6, server_us
+    return meter.per_job(batches * BATCH)
 
 
 async def _craig_steps(url: str) -> tuple[dict[str, Step], Callable[[], Awaitable[None]]]:
@@ -103,15 +97,9 @@ async def _craig_steps(url: str) -> tuple[dict[str, Step], Callable[[], Awaitabl
         await conn.aclose()
         await database.dispose()
 
-    steps: dict[str, Step] = {
-        "craig: making the jobs": make,
-        "  + sealing them": seal,
-        "  + the INSERT": insert,
-        "  + BEGIN and COMMIT": transaction,
-        "  + the unit of work": unit_of_work,
-        "SELECT 1 (a round trip)": round_trip,  # one a batch: a tenth of one a job
-    }
-    return steps, close
+    # In STEPS' order, after pgqueuer's; the round trip is one a batch: a tenth of one a job.
+    made = (make, seal, insert, transaction, unit_of_work, round_trip)
+    return dict(zip(STEPS[1:], made, strict=True)), close
 
 
 async def _pgqueuer_step(url: str, *, install: bool = True) -> tuple[Step, Callable[[], Awaitable[None]]]:
@@ -129,6 +117,11 @@ async def _pgqueuer_step(url: str, *, install: bool = True) -> tuple[Step, Calla
         await driver._connection.close()  # AsyncpgDriver keeps the asyncpg connection it was given
 
     return enqueue, close
+
+
+async def _install_pgqueuer(url: str) -> None:
+    _enqueue, close = await _pgqueuer_step(url)
+    await close()
 
 
 async def _one_round(craig_url: str, pgqueuer_url: str, batches: int) -> dict[str, tuple[float, float | None]]:
@@ -179,7 +172,7 @@ def count_instructions(small: int, large: int) -> None:
             fresh_database(server_url, migrated=True) as craig_url,
             fresh_database(server_url, migrated=False) as pgqueuer_url,
         ):
-            asyncio.run(_one_round(craig_url, pgqueuer_url, 1))  # pgqueuer's tables, Craig's partners
+            asyncio.run(_install_pgqueuer(pgqueuer_url))  # the children find its tables
             for name in STEPS:
                 totals = [_instructions(name, craig_url, pgqueuer_url, n, out_dir) for n in (small, large)]
                 per_job[name] = (totals[1] - totals[0]) / ((large - small) * BATCH)

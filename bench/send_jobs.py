@@ -291,17 +291,28 @@ def _server_cpu_seconds() -> float | None:
     return postgres_cpu_seconds(_POSTMASTER[0]) if _POSTMASTER else None
 
 
+class CpuMeter:
+    """CPU time from its making: this process's, and the embedded server's (when the run has one)."""
+
+    def __init__(self) -> None:
+        self._server = _server_cpu_seconds()
+        self._client = time.process_time()
+
+    def per_job(self, jobs: int) -> tuple[float, float | None]:
+        """µs a job so far: this process's, the server's (None on another server)."""
+        client = time.process_time() - self._client
+        after = _server_cpu_seconds()
+        server = None if self._server is None or after is None else (after - self._server) / jobs * 1e6
+        return client / jobs * 1e6, server
+
+
 async def _timed_drain(jobs: int, drain: Awaitable[Any]) -> float:
     """Await ``drain``; jobs drained a second. Its CPU per job goes to :data:`LAST_DRAIN_CPU`."""
-    server = _server_cpu_seconds()
-    client = time.process_time()
+    meter = CpuMeter()
     started = time.perf_counter()
     await drain
     elapsed = time.perf_counter() - started
-    client = time.process_time() - client
-    after = _server_cpu_seconds()
-    server_us = None if server is None or after is None else (after - server) / jobs * 1e6
-    LAST_DRAIN_CPU[:] = [(client / jobs * 1e6, server_us)]
+    LAST_DRAIN_CPU[:] = [meter.per_job(jobs)]
     return jobs / elapsed
 
 

@@ -27,7 +27,7 @@ from craig.usecases.cases import OpenCase, RecordContact
 from tests.support.apps import free_port
 from tests.support.ciphers import TEST_CIPHER
 from tests.support.files import png_bytes
-from tests.support.silent_servers import answering, loopback_server
+from tests.support.raw_http import answer, raw_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3]
 
@@ -191,14 +191,14 @@ async def test_a_row_with_a_key_no_store_takes_holds_up_no_other(stack: Stack) -
 
 async def test_a_store_without_its_bucket_deletes_no_row_as_never_stored(stack: Stack) -> None:
     """Amazon S3 answers a HEAD with a bare 404 (no body, so no error code) for a missing bucket
-    as for a missing object, and the SDK reads it as a missing object. A deploy with a wrong
-    bucket name then read every stale pending row as never stored and deleted it, with an
+    as for a missing object, and the SDK reads it as a missing object. A bucket removed while
+    Craig ran then read every stale pending row as never stored and deleted it, with an
     upload_failed event each. The scanner first asks the store for its bucket. (SeaweedFS names
     the missing bucket, so a loopback server answers as S3 does.)"""
     _, contact = await stack.contact()
     row = await stack.pending(contact, "waiting.txt", 5)
-    async with loopback_server(answering(404)) as port:
-        wrong = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-gone", secure=False, region="us-east-1")
+    async with raw_http(lambda _method, _path: answer("404 Not Found", b"")) as server:
+        wrong = MinioObjectStore(f"127.0.0.1:{server.port}", "k", "s", "craig-gone", secure=False, region="us-east-1")
         assert await wrong.head(row.object_key) is None  # the bare 404, read as a missing object
         report = await stack.scanner(timedelta(0), wrong).run_once()
     assert (report.missing, report.store_errors) == (0, 1)

@@ -27,8 +27,9 @@ from craig.ports.object_store import ObjectStore
 from tests.support.apps import auth, serving
 from tests.support.files import png_bytes
 from tests.support.problems import problem_code
+from tests.support.raw_http import answer, raw_http
 from tests.support.services import SeaweedS3
-from tests.support.silent_servers import answering, loopback_server, tcp_server
+from tests.support.silent_servers import tcp_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 
@@ -273,7 +274,7 @@ async def test_a_head_answered_without_a_body_is_classified_by_its_status(status
     """A HEAD's answer has no body, so no S3 error code: the status alone says whether a retry
     may outlive it. A throttled HEAD was a defect, which the scanner reads as a refusal of that
     one object for good (and an upload answered 500 with an incident, not a retryable 503)."""
-    async with loopback_server(answering(status)) as port:
-        store = MinioObjectStore(f"127.0.0.1:{port}", "k", "s", "craig-status", secure=False, region="us-east-1")
+    async with raw_http(lambda _method, _path: answer(f"{status} Whatever", b"")) as server:
+        store = MinioObjectStore(f"127.0.0.1:{server.port}", "k", "s", "craig-status", secure=False, region="us-east-1")
         with pytest.raises(error):
             await store.head("cases/contacts/a/b.txt")

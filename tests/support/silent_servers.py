@@ -87,19 +87,6 @@ async def loopback_server(handle: Handler, port: int = 0) -> AsyncIterator[int]:
         await server.wait_closed()
 
 
-def answering(status: int) -> Handler:
-    """A handler that answers every request with ``status`` and no body (as S3 answers a HEAD)."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass  # the request line and headers
-        writer.write(f"HTTP/1.1 {status} Whatever\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
-        await writer.drain()
-        writer.close()
-
-    return answer
-
-
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, thawed: asyncio.Event) -> None:
     try:
         while data := await reader.read(65536):

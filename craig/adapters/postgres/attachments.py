@@ -53,14 +53,16 @@ _PAGE = (
     f"SELECT {_COLUMNS} FROM contact_attachments WHERE contact_id = :contact_id {{after}} "
     "ORDER BY created_at, id LIMIT :limit"
 )
-_PENDING = text(
-    """
+_PENDING_ROWS = """
     SELECT id, contact_id, object_key, file_size, created_at FROM contact_attachments
-     WHERE object_status = 'pending' AND created_at < now() - make_interval(secs => :grace)
-       AND (CAST(:after_at AS timestamptz) IS NULL OR (created_at, id) > (:after_at, :after_id))
+     WHERE object_status = 'pending' AND created_at < now() - make_interval(secs => :grace) {after}
      ORDER BY created_at, id LIMIT :limit
     """
-)
+# Two statements rather than one with "cursor IS NULL OR ...": once asyncpg's prepared statement
+# runs on a generic plan, such an OR is a filter, and every resumed pass would read the index
+# from the oldest pending row up to the cursor.
+_PENDING = text(_PENDING_ROWS.format(after=""))
+_PENDING_AFTER = text(_PENDING_ROWS.format(after="AND (created_at, id) > (:after_at, :after_id)"))
 _SET_STATUS = text(
     """
     UPDATE contact_attachments SET object_status = :status
@@ -175,10 +177,10 @@ class PostgresAttachmentRepository(AttachmentRepository):
     async def pending_older_than(
         self, grace: timedelta, limit: int, after: tuple[datetime, UUID] | None = None
     ) -> Sequence[PendingObject]:
-        after_at, after_id = after if after is not None else (None, None)
-        result = await self.session.execute(
-            _PENDING, {"grace": grace.total_seconds(), "limit": limit, "after_at": after_at, "after_id": after_id}
-        )
+        params: dict[str, Any] = {"grace": grace.total_seconds(), "limit": limit}
+        if after is not None:
+            params["after_at"], params["after_id"] = after
+        result = await self.session.execute(_PENDING if after is None else _PENDING_AFTER, params)
         return [
             PendingObject(r["id"], r["contact_id"], r["object_key"], r["file_size"], r["created_at"])
             for r in result.mappings()

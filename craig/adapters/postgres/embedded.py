@@ -230,7 +230,7 @@ class EmbeddedPostgres:
         does not start: whoever else made it could read and replace the server's socket, and
         root, following a link there, would change a file of their choosing."""
         try:
-            fd = os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            fd = self._open_socket_dir()
         except OSError as error:
             raise self._socket_dir_refused("not a folder (a link, or a file)") from error
         try:
@@ -247,6 +247,10 @@ class EmbeddedPostgres:
                 os.fchown(fd, server_uid, server_gid)
         finally:
             os.close(fd)
+
+    def _open_socket_dir(self) -> int:
+        """A descriptor of the socket folder itself, never of what a link there leads to."""
+        return os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 
     def _socket_dir_refused(self, why: str) -> RuntimeError:
         return RuntimeError(
@@ -314,10 +318,9 @@ class EmbeddedPostgres:
     @staticmethod
     def _recorded_pid(pid_file: Path) -> int | None:
         try:
-            first = pid_file.read_text().split("\n", 1)[0].strip()
+            return _first_pid(pid_file.read_text())
         except OSError:
             return None
-        return int(first) if first.isdigit() else None
 
     def _remove_stale_lock_files(self) -> None:
         """Remove lock files whose process is gone (crash, kill, container restart reusing the pid).
@@ -330,16 +333,16 @@ class EmbeddedPostgres:
         # folder's owner may have swapped it for one since it was checked.
         socket, lock = f".s.PGSQL.{self._pg_port}", f".s.PGSQL.{self._pg_port}.lock"
         try:
-            folder = os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            folder = self._open_socket_dir()
         except OSError:
             return  # gone or not a folder: the start fails and says why
         try:
             try:
                 with open(os.open(lock, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)) as held:
-                    first = held.readline().strip()
+                    holder = _first_pid(held.read())
             except OSError:
                 return  # no lock (or not one PostgreSQL wrote)
-            if not self._is_postgres(int(first) if first.isdigit() else None):
+            if not self._is_postgres(holder):
                 for name in (lock, socket):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name, dir_fd=folder)
@@ -377,3 +380,9 @@ class EmbeddedPostgres:
             "Fix: read the log above; if another server holds the data directory stop it, if the port "
             "is taken pick another, and if postmaster.pid is left over from a crash remove it."
         )
+
+
+def _first_pid(text: str) -> int | None:
+    """The pid on the first line of a ``postmaster.pid`` or socket lock file."""
+    first = text.split("\n", 1)[0].strip()
+    return int(first) if first.isdigit() else None

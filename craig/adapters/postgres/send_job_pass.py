@@ -110,7 +110,7 @@ def record_params(outcomes: Sequence[tuple[SendJob, AttemptDecision]]) -> dict[s
         }
         for job, decision in outcomes
     ]
-    return {"outcomes": _JSON.encode(rows).decode()}
+    return {"outcomes": JSON_DOCUMENT.encode(rows).decode()}
 
 
 def _retry_in(decision: AttemptDecision) -> float:
@@ -122,7 +122,9 @@ def _error(decision: AttemptDecision) -> str | None:
 
 
 # --- the events' outbox rows ---------------------------------------------------------------------
-_JSON = msgspec.json.Encoder()  # the pass's JSON documents: the same JSON as json.dumps, several times faster
+#: The JSON documents of the pass and of the enqueue (``send_jobs.py``): the same JSON as
+#: json.dumps, several times faster.
+JSON_DOCUMENT = msgspec.json.Encoder()
 
 #: The outbox writers' per-aggregate lock key (``pg_advisory_xact_lock``, bigint key space): every
 #: statement that inserts into ``event_outbox`` takes it for each aggregate it stages, before the
@@ -251,7 +253,7 @@ def pass_header(rows: Sequence[Mapping[str, Any]]) -> tuple[frozenset[Any], froz
     return frozenset(header["recorded"]), frozenset(header["busy"])
 
 
-def _event_row(job_id: UUID, event: EventEnvelope, origin: Origin) -> dict[str, Any]:
+def _event_row(job_id: UUID, event: EventEnvelope, origin: Origin | None) -> dict[str, Any]:
     """One row of the pass's events document: the event, stamped as every outbox writer stamps
     it (:func:`craig.adapters.telemetry.stamped`), and the job whose outcome it tells."""
     event = stamped(event, origin)
@@ -272,11 +274,12 @@ def pass_params(
     recorded), claim up to ``claim`` other jobs leased for ``lease``, reserve within
     ``max_rate_wait``. The outcomes (as :func:`record_params` gives them) and their events,
     stamped as every outbox writer stamps them, go as two JSON documents of one object a row."""
-    origin = current_origin()
-    event_rows = [_event_row(o.job.id, o.event, origin) for o in outcomes if o.event is not None]
+    events = [(o.job.id, o.event) for o in outcomes if o.event is not None]
+    origin = current_origin() if events else None  # read once, and only for something to stamp
+    event_rows = [_event_row(job_id, event, origin) for job_id, event in events]
     return {
         **record_params([(o.job, o.decision) for o in outcomes]),
-        "events": _JSON.encode(event_rows).decode(),
+        "events": JSON_DOCUMENT.encode(event_rows).decode(),
         "limit": claim,
         "lease": lease.total_seconds(),
         "max_wait": max_rate_wait.total_seconds(),

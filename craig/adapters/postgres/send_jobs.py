@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-import msgspec
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
@@ -25,6 +24,7 @@ from craig.adapters.postgres.send_job_pass import (
     CLAIM_SET,
     COLUMNS,
     DUE,
+    JSON_DOCUMENT,
     OUTCOMES,
     RECORD_SET,
     RECORD_WHERE,
@@ -43,7 +43,6 @@ from craig.ports.errors import InvalidData
 from craig.ports.exchange import SendJobRepository, SendJobStats
 
 UUIDS = ARRAY(PG_UUID(as_uuid=True))
-_JSON = msgspec.json.Encoder()
 
 #: Shared with the benchmark's one-statement producer (``bench/send_jobs.py``). The jobs arrive as
 #: one JSON document of one object a job (:func:`add_params`), as the worker's pass gets its
@@ -145,7 +144,7 @@ def add_params(jobs: Sequence[SendJob], cipher: FieldCipher) -> dict[str, str]:
             }
         )
     try:
-        return {"jobs": _JSON.encode(rows).decode()}
+        return {"jobs": JSON_DOCUMENT.encode(rows).decode()}
     except UnicodeEncodeError:  # a lone surrogate in a request id or trace context
         raise InvalidData("a send job's request id or trace context is not valid text") from None
 

@@ -164,7 +164,7 @@ class AttachmentScanner:
                 if size is None and not bucket_seen:
                     # S3 answers a HEAD with a bare 404 for a missing bucket as for a missing
                     # object: before the first row is deleted as never stored, the store must
-                    # show that it still has its bucket (not so after a deploy with a wrong name).
+                    # show that it still has its bucket (not so once the bucket was removed).
                     try:
                         await self.object_store.ping()
                     except (ObjectStoreUnavailable, ObjectStoreDefect) as error:

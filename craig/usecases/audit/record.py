@@ -11,7 +11,7 @@ request's transaction, the denial commits with the stored answer), and then rais
 from __future__ import annotations
 
 import getpass
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 from uuid import UUID
@@ -20,6 +20,7 @@ import attrs
 
 from craig.domain.access import Principal
 from craig.domain.audit import AuditAction, AuditEntry, AuditOutcome
+from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.domain.errors import Forbidden, NotFound
 from craig.ports.audit import HasAudit
 from craig.ports.unit_of_work import UnitOfWork
@@ -184,3 +185,14 @@ async def refusals_recorded(
         entry = audit_entry(principal, action, resource_type, resource_id, case_id=case_id, outcome=AuditOutcome.DENIED)
         await record_alone(uow, entry)
         raise
+
+
+def operator_entries(
+    action: AuditAction, resource_type: str, resource_id: object, ids: Sequence[object]
+) -> list[AuditEntry]:
+    """:func:`operator_entry` for a command that named ``ids``: one entry per
+    ``AUDIT_MAX_RESOURCE_IDS`` of them, in order (none for no ids)."""
+    return [
+        operator_entry(action, resource_type, resource_id, resource_ids=ids[start : start + AUDIT_MAX_RESOURCE_IDS])
+        for start in range(0, len(ids), AUDIT_MAX_RESOURCE_IDS)
+    ]

@@ -20,9 +20,8 @@ from uuid import UUID
 import attrs
 
 from craig.domain.audit import AuditAction
-from craig.domain.constants import AUDIT_MAX_RESOURCE_IDS
 from craig.ports.outbox import FailingEvent, HasOutbox
-from craig.usecases.audit.record import AuditWork, operator_entry
+from craig.usecases.audit.record import AuditWork, operator_entries, operator_entry
 from craig.usecases.audit.resource_types import CASE, OUTBOX_EVENT
 
 #: The ``resource_id`` of a retry of every failing event (``--all``).
@@ -72,15 +71,9 @@ class FailingEvents:
         async with uow:
             retried = await uow.outbox.retry_failing(wanted, limit if wanted is None else len(wanted))
             ids = [event.id for event in retried]
-            entries = [
-                operator_entry(
-                    AuditAction.OUTBOX_RETRY,
-                    OUTBOX_EVENT,
-                    EVERY_FAILING_EVENT if wanted is None else None,
-                    resource_ids=ids[start : start + AUDIT_MAX_RESOURCE_IDS],
-                )
-                for start in range(0, len(ids), AUDIT_MAX_RESOURCE_IDS)
-            ]
+            entries = operator_entries(
+                AuditAction.OUTBOX_RETRY, OUTBOX_EVENT, EVERY_FAILING_EVENT if wanted is None else None, ids
+            )
             if entries:
                 await uow.audit.append(entries)
             counts = await uow.outbox.count_failing()
@@ -104,15 +97,7 @@ class FailingEvents:
             ]
             gone = {event.id for event in discarded}
             missed = [ident for ident in wanted if ident not in gone]
-            entries += [
-                operator_entry(
-                    AuditAction.OUTBOX_DISCARD,
-                    OUTBOX_EVENT,
-                    None,
-                    resource_ids=missed[start : start + AUDIT_MAX_RESOURCE_IDS],
-                )
-                for start in range(0, len(missed), AUDIT_MAX_RESOURCE_IDS)
-            ]
+            entries += operator_entries(AuditAction.OUTBOX_DISCARD, OUTBOX_EVENT, None, missed)
             if entries:
                 await uow.audit.append(entries)
             await uow.commit()
