@@ -95,6 +95,11 @@ async def test_messages_faststream_cannot_decode_are_dead_lettered_not_left_unac
     dead = RabbitDeadLetters(bus)
     await _eventually(_holds(dead.count, 3), "three dead letters")
     await _eventually(_holds(lambda: _depth(rabbit_url, work), (0, 1)), "the work queue empty")
+
+    async def handled() -> bool:  # taken from the queue is not yet handed to the handler
+        return bool(delivered)
+
+    await _eventually(handled, "the good event delivered")
     assert delivered == [good.id]
     letters = await dead.peek(10)
     assert {letter.event_type for letter in letters} == {"unparseable"}
